@@ -1,0 +1,3 @@
+#include <bcl/bcl.hpp>
+
+int main() { return BCL_VERSION_MAJOR >= 0 ? 0 : 1; }

@@ -1,0 +1,14 @@
+#pragma once
+// Umbrella header: everything in the public surface of bcl.
+
+#include <bcl/balance.hpp>
+#include <bcl/balancer.hpp>
+#include <bcl/cost_estimator.hpp>
+#include <bcl/error.hpp>
+#include <bcl/estimators.hpp>
+#include <bcl/lower_bound.hpp>
+#include <bcl/lpt_swap_partitioner.hpp>
+#include <bcl/options.hpp>
+#include <bcl/partitioner.hpp>
+#include <bcl/statistics.hpp>
+#include <bcl/version.hpp>

@@ -1,0 +1,105 @@
+#pragma once
+// The user-facing settings of a balancer, and their validation.
+
+#include <bcl/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace bcl {
+
+/// How a balancer chooses which buffered records form the next K batches.
+enum class lookahead_policy {
+    /// The BCL paper's policy: fill a window of K*B records, repartition all of it, emit K
+    /// batches. Each window is balanced to its own mean. Holds K*B records; a record waits at most
+    /// K-1 batches.
+    tumbling,
+    /// Keep a larger buffer (buffer_windows * K*B records). Each round takes the records whose
+    /// deadline has come, then picks the rest so the K batches' total is as close as possible to K
+    /// times the long-run mean batch cost of the arrivals, and repartitions them. Balances toward
+    /// the stream's mean rather than the window's, so every rank converges to the same batch cost
+    /// without communicating. A record waits at most (max_age + 1) * K - 1 batches.
+    sliding,
+};
+
+/// Settings of a balancer. An aggregate, so designated initializers work:
+/// `bcl::options{.batch_size = 32, .lookahead = 8}`.
+struct options {
+    /// B: records per emitted batch, exactly what the trainer expects. No default: it is the
+    /// trainer's, not ours. Must be >= 1.
+    std::size_t batch_size = 0;
+    /// K: batches per lookahead window, so K*B records are buffered and repartitioned together.
+    /// Default 8: per-batch cost variability falls roughly as 1/sqrt(K), so 8 already removes most
+    /// of it while holding only 8 batches of records and delaying a record by at most 7 batches.
+    std::size_t lookahead = 8;
+    /// Drop the final short batch (the last N mod B records in arrival order, exactly the records
+    /// an unbalanced loader with drop_last would drop). Default false: nothing is dropped.
+    bool drop_last = false;
+    /// Seed of the shuffle of pack emission order within a window. Same seed, same batches.
+    std::uint64_t seed = 0;
+    /// Shuffle the order in which a window's packs are emitted, so the heaviest pack is not always
+    /// first. Default true. The short final batch, if any, is always emitted last.
+    bool shuffle_packs = true;
+    /// Which lookahead policy; see lookahead_policy.
+    lookahead_policy policy = lookahead_policy::tumbling;
+    /// Sliding only: the buffer holds buffer_windows * K * B records. Default 2: twice the window
+    /// gives each round a choice of K*B records out of 2*K*B, enough to hit the long-run mean almost
+    /// exactly, while holding only one window more than tumbling.
+    std::size_t buffer_windows = 2;
+    /// Sliding only: a record that entered the buffer at round r leaves by round r + max_age.
+    /// Must be at least buffer_windows - 1, the rounds a full buffer needs to empty; at exactly
+    /// that the deadlines leave no choice and sliding degenerates to first-in first-out. A record
+    /// leaves at most (max_age + 1) * K - 1 batches after the batch it would have been in.
+    /// Default 2: one round of slack over the minimum; more slack measured no better (the costly
+    /// records linger and then leave together), see docs/policies.md.
+    std::size_t max_age = 2;
+};
+
+/// Largest window (K*B records) a balancer accepts: slots are indexed with 32-bit integers and a
+/// window this large already holds far more records than any lookahead needs.
+inline constexpr std::size_t max_window_records = std::size_t{1} << 26;
+
+/// Throws bcl::error naming the first invalid option. Called by every balancer constructor.
+inline void validate(const options& opt) {
+    if (opt.batch_size == 0)
+        throw error("bcl::options::batch_size must be at least 1 (got 0)");
+    if (opt.lookahead == 0)
+        throw error("bcl::options::lookahead must be at least 1 (got 0)");
+    if (opt.batch_size > max_window_records / opt.lookahead)
+        throw error("bcl::options: batch_size * lookahead = " + std::to_string(opt.batch_size) +
+                    " * " + std::to_string(opt.lookahead) + " exceeds the largest window of " +
+                    std::to_string(max_window_records) + " records");
+    if (opt.policy != lookahead_policy::tumbling && opt.policy != lookahead_policy::sliding)
+        throw error("bcl::options::policy has no such lookahead policy (" +
+                    std::to_string(static_cast<int>(opt.policy)) + ")");
+    if (opt.policy != lookahead_policy::sliding) return;
+    if (opt.buffer_windows == 0)
+        throw error("bcl::options::buffer_windows must be at least 1 (got 0)");
+    if (opt.buffer_windows > max_window_records / (opt.batch_size * opt.lookahead))
+        throw error("bcl::options: buffer_windows * batch_size * lookahead = " +
+                    std::to_string(opt.buffer_windows) + " * " + std::to_string(opt.batch_size) +
+                    " * " + std::to_string(opt.lookahead) + " exceeds the largest buffer of " +
+                    std::to_string(max_window_records) + " records");
+    if (opt.max_age + 1 < opt.buffer_windows)
+        throw error("bcl::options::max_age must be at least buffer_windows - 1 = " +
+                    std::to_string(opt.buffer_windows - 1) + " (got " +
+                    std::to_string(opt.max_age) + "): a full buffer needs that many rounds to empty");
+    if (opt.max_age > max_window_records)
+        throw error("bcl::options::max_age is too large (" + std::to_string(opt.max_age) + ")");
+}
+
+/// Records a balancer with these (valid) options holds before it must emit a round.
+[[nodiscard]] constexpr std::size_t buffer_capacity(const options& opt) noexcept {
+    const std::size_t window = opt.batch_size * opt.lookahead;
+    return opt.policy == lookahead_policy::sliding ? window * opt.buffer_windows : window;
+}
+
+/// Largest number of batches a record can wait beyond the batch it would have been in without
+/// balancing (arrival position / B), for these (valid) options.
+[[nodiscard]] constexpr std::size_t max_delay_bound(const options& opt) noexcept {
+    const std::size_t rounds = opt.policy == lookahead_policy::sliding ? opt.max_age + 1 : 1;
+    return rounds * opt.lookahead - 1;
+}
+
+} // namespace bcl

@@ -1,0 +1,66 @@
+#pragma once
+// Counters and running statistics a balancer keeps: cheap enough to leave on.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace bcl {
+
+/// Running count, mean, variance, minimum and maximum of a stream of values (Welford's update:
+/// numerically stable, O(1) per value, no storage).
+class running_stats {
+public:
+    void add(double x) noexcept {
+        ++m_count;
+        const double delta = x - m_mean;
+        m_mean += delta / static_cast<double>(m_count);
+        m_m2 += delta * (x - m_mean);
+        m_min = m_count == 1 ? x : std::min(m_min, x);
+        m_max = m_count == 1 ? x : std::max(m_max, x);
+    }
+    [[nodiscard]] std::uint64_t count() const noexcept { return m_count; }
+    [[nodiscard]] double mean() const noexcept { return m_mean; }
+    [[nodiscard]] double min() const noexcept { return m_min; }
+    [[nodiscard]] double max() const noexcept { return m_max; }
+    /// Population variance (divides by n); 0 for fewer than two values.
+    [[nodiscard]] double variance() const noexcept {
+        return m_count < 2 ? 0.0 : m_m2 / static_cast<double>(m_count);
+    }
+    [[nodiscard]] double stddev() const noexcept { return std::sqrt(variance()); }
+    /// Coefficient of variation, stddev / mean; 0 when the mean is 0.
+    [[nodiscard]] double cv() const noexcept { return m_mean > 0.0 ? stddev() / m_mean : 0.0; }
+
+private:
+    std::uint64_t m_count = 0;
+    double m_mean = 0.0;
+    double m_m2 = 0.0;
+    double m_min = 0.0;
+    double m_max = 0.0;
+};
+
+/// What a balancer has done so far.
+struct statistics {
+    std::uint64_t records_in = 0;   ///< records accepted by push()
+    std::uint64_t records_out = 0;  ///< records handed out in batches
+    std::uint64_t records_dropped = 0; ///< records dropped by drop_last (at most B-1)
+    std::uint64_t batches = 0;      ///< batches handed out, the short final one included
+    std::uint64_t windows = 0;      ///< windows partitioned, the short final one included
+    /// Estimated cost of each full batch handed out (the short final batch is left out: it is
+    /// short by design and would only inflate the variability).
+    running_stats batch_cost;
+    /// Per full window: (heaviest pack - lower bound) / lower bound, an upper bound on how far
+    /// that window's partition is from optimal. Windows with a zero lower bound count as 0.
+    running_stats gap_to_lower_bound;
+    /// Largest number of batches any record waited beyond the batch it would have been in without
+    /// balancing (its arrival position / B); never above max_delay_bound(options).
+    std::uint64_t max_delay_batches = 0;
+    /// That delay over all records handed out (records that left early count as 0).
+    running_stats delay_batches;
+    /// delay_histogram[d]: records handed out with a delay of d batches, d = 0..max_delay_bound.
+    std::vector<std::uint64_t> delay_histogram;
+};
+
+} // namespace bcl

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the Debian packages needed to build and test bcl (only those missing).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(cmake ninja-build g++ libfmt-dev catch2 libbenchmark-dev libcli11-dev nlohmann-json3-dev)
+
+missing=()
+for pkg in "${packages[@]}"; do
+    status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
+    if [[ "$status" != "install ok installed" ]]; then
+        missing+=("$pkg")
+    fi
+done
+
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+
+if [[ "$(id -u)" -eq 0 ]]; then
+    as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+else
+    echo "setup.sh: missing packages (${missing[*]}) and not root, and sudo is unavailable" >&2
+    exit 1
+fi
+
+echo "setup.sh: installing ${missing[*]}"
+apt=(env DEBIAN_FRONTEND=noninteractive apt-get -qq -o=Dpkg::Use-Pty=0)
+${as_root[@]+"${as_root[@]}"} "${apt[@]}" update >/dev/null
+${as_root[@]+"${as_root[@]}"} "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build bcl (Release) and run the first example on the ShareGPT workload.
+# Build bcl (Release) and run the simulator on the bundled ShareGPT lengths (extra flags go to bcl-sim).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -12,9 +12,5 @@ else
 fi
 cmake --build build -j 2
 
-demo=build/bin/01_balance_workload
-if [[ ! -x "$demo" ]]; then
-    echo "demo.sh: $demo was not built (is examples/01_balance_workload.cpp there?)" >&2
-    exit 1
-fi
-"$demo" bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt
+# The main job: 8 simulated ranks on real ShareGPT conversation lengths, every policy.
+build/bin/bcl-sim --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt --steps 400 "$@"

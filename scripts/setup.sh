@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(cmake ninja-build g++ libfmt-dev catch2 libbenchmark-dev libcli11-dev nlohmann-json3-dev)
+packages=(cmake ninja-build g++ libfmt-dev catch2 libbenchmark-dev libcli11-dev nlohmann-json3-dev openmpi-bin libopenmpi-dev)
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -3,12 +3,16 @@
 // batches of exactly B records with balanced estimated cost, and hands the batches out.
 
 #include <bcl/cost_estimator.hpp>
+#include <bcl/detail/memory_repair.hpp>
 #include <bcl/detail/random.hpp>
+#include <bcl/detail/snapshot.hpp>
 #include <bcl/detail/target_selection.hpp>
 #include <bcl/error.hpp>
 #include <bcl/lpt_swap_partitioner.hpp>
 #include <bcl/options.hpp>
 #include <bcl/partitioner.hpp>
+#include <bcl/quantile_sketch.hpp>
+#include <bcl/record_model.hpp>
 #include <bcl/statistics.hpp>
 
 #include <algorithm>
@@ -21,10 +25,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#ifndef BCL_SURPLUS_FEEDBACK
+#define BCL_SURPLUS_FEEDBACK 0.03
+#endif
 namespace bcl {
 
 /// A type satisfies `record` if:
@@ -71,8 +79,20 @@ public:
           m_options(checked(opt)), m_rng(opt.seed) {
         const std::size_t buffer = buffer_capacity(m_options);
         const std::size_t window = round_size();
+        if (m_options.cap.kind != cap_kind::none && m_options.cap.action == cap_action::truncate &&
+            !truncating)
+            throw error("bcl::options::cap.action is truncate, but the estimator has no "
+                        "truncate(record, cap); attach one with bcl::with_truncation");
+        if (m_options.memory_budget > 0.0 && !tracks_memory)
+            throw error("bcl::options::memory_budget is set, but the estimator has no "
+                        "memory(record); attach one with bcl::with_memory");
         m_buffer.reserve(buffer);
         m_costs.reserve(buffer);
+        if constexpr (tracks_memory) {
+            m_memory.reserve(buffer);
+            m_round_memory.reserve(window);
+            m_batch_memory.reserve(m_options.lookahead);
+        }
         m_arrival.reserve(buffer);
         m_chosen.reserve(buffer);
         m_ready.reserve(window);
@@ -81,9 +101,80 @@ public:
         m_pack_of.reserve(window);
         m_slot_order.reserve(window);
         m_batch_cost.reserve(m_options.lookahead);
+        m_rank_scratch.reserve(m_options.lookahead);
         m_emit_rank.reserve(m_options.lookahead);
         m_next_slot.reserve(m_options.lookahead);
         m_stats.delay_histogram.assign(max_delay_bound(m_options) + 1, 0);
+    }
+
+    /// Everything needed to continue a balancer exactly where it was: the records it holds and
+    /// not yet handed out (`pending`), and the rest (counters, running means, random state,
+    /// costs of the pending records). `pending` holds first the records of the batches already
+    /// formed and not yet popped, in the order they will be popped, then the buffered records in
+    /// arrival order.
+    struct state {
+        std::vector<Record> pending;
+        detail::balancer_snapshot snapshot;
+
+        /// Everything but the records, as a portable byte string (little-endian, checksummed).
+        [[nodiscard]] std::string to_bytes() const { return detail::to_bytes(snapshot); }
+
+        /// Rebuilds a state from to_bytes() and the pending records, in the documented order.
+        /// Throws bcl::error if the bytes are truncated, corrupted or inconsistent, or if the
+        /// number of records is not the number saved.
+        [[nodiscard]] static state from_bytes(std::string_view bytes, std::vector<Record> pending) {
+            state s{std::move(pending), detail::snapshot_from_bytes(bytes)};
+            s.check_pending();
+            return s;
+        }
+
+        void check_pending() const {
+            if (pending.size() != snapshot.pending_records())
+                throw error("bcl::balancer::state: " + std::to_string(pending.size()) +
+                            " pending records given, but the state was saved with " +
+                            std::to_string(snapshot.pending_records()));
+        }
+    };
+
+    /// Continues from a saved state. `opt` must equal the options the state was saved with
+    /// (bcl::error naming the first that differs); so must the estimator, for the batches to be
+    /// the ones the uninterrupted balancer would have emitted.
+    balancer(Estimator estimator, options opt, state saved, Partitioner partitioner = Partitioner{})
+        : balancer(std::move(estimator), opt, std::move(partitioner)) {
+        restore(std::move(saved));
+    }
+
+    /// A copy of everything needed to continue (see state). Does not change this balancer:
+    /// what it emits afterwards is what it would have emitted without the call.
+    [[nodiscard]] state save() const
+        requires std::copy_constructible<Record>
+    {
+        state s;
+        s.snapshot = snapshot();
+        s.pending.reserve(s.snapshot.pending_records());
+        for (std::size_t i = m_next_batch * m_options.batch_size; i < m_ready.size(); ++i)
+            s.pending.push_back(m_ready[i]);
+        for (const Record& r : m_buffer) s.pending.push_back(r);
+        return s;
+    }
+
+    /// As save(), moving the records out instead of copying them; for move-only records. The
+    /// balancer is left finished and empty.
+    [[nodiscard]] state take_state() && {
+        state s;
+        s.snapshot = snapshot();
+        s.pending.reserve(s.snapshot.pending_records());
+        for (std::size_t i = m_next_batch * m_options.batch_size; i < m_ready.size(); ++i)
+            s.pending.push_back(std::move(m_ready[i]));
+        for (Record& r : m_buffer) s.pending.push_back(std::move(r));
+        m_ready.clear();
+        m_batch_cost.clear();
+        m_next_batch = 0;
+        m_buffer.clear();
+        m_costs.clear();
+        m_arrival.clear();
+        m_finished = true;
+        return s;
     }
 
     /// Adds one record (moved from). Estimates its cost first: if the estimator throws, or the
@@ -91,21 +182,20 @@ public:
     /// record is left with the caller and the balancer is unchanged.
     /// Throws bcl::error after finish(), or when the buffer is full while batches of the previous
     /// round are still waiting to be popped (pop them first; see can_push()).
+    /// With a cap whose action is truncate, the record may have been truncated before a later
+    /// error (its memory over options::memory_budget); it is still the caller's.
     void push(Record&& r) {
         make_room();
-        const double cost = checked_cost(r);
+        const estimate e = estimate_and_cap(r);
         m_buffer.push_back(std::move(r));
-        accept(cost);
+        accept(e);
     }
 
-    /// Adds a copy of `r`; otherwise as push(Record&&).
+    /// Adds a copy of `r`; otherwise as push(Record&&). `r` itself is never modified.
     void push(const Record& r)
         requires std::copy_constructible<Record>
     {
-        make_room();
-        const double cost = checked_cost(r);
-        m_buffer.push_back(r);
-        accept(cost);
+        push(Record(r));
     }
 
     /// True if push() would accept a record now.
@@ -125,6 +215,8 @@ public:
         const std::size_t offset = m_next_batch * b;
         const std::size_t size = std::min(b, m_ready.size() - offset);
         m_last_batch_cost = m_batch_cost[m_next_batch];
+        if constexpr (tracks_memory)
+            m_stats.peak_batch_memory = std::max(m_stats.peak_batch_memory, m_batch_memory[m_next_batch]);
         ++m_next_batch;
         ++m_stats.batches;
         m_stats.records_out += size;
@@ -145,6 +237,7 @@ public:
             m_buffer.pop_back();
             m_costs.pop_back();
             m_arrival.pop_back();
+            if constexpr (tracks_memory) m_memory.pop_back();
         }
         m_stats.records_dropped += extra;
     }
@@ -161,6 +254,96 @@ public:
     [[nodiscard]] const options& settings() const noexcept { return m_options; }
 
 private:
+    [[nodiscard]] detail::balancer_snapshot snapshot() const {
+        detail::balancer_snapshot s;
+        s.opt = m_options;
+        s.rng_state = m_rng.state();
+        s.finished = m_finished;
+        s.round = m_round;
+        s.arrival_cost_total = m_arrival_cost_total;
+        s.last_batch_cost = m_last_batch_cost;
+        s.stats = m_stats;
+        s.waiting_batch_costs.assign(m_batch_cost.begin() + static_cast<std::ptrdiff_t>(m_next_batch),
+                                     m_batch_cost.end());
+        s.waiting_records = m_ready.size() - std::min(m_ready.size(), m_next_batch * m_options.batch_size);
+        s.buffer_costs = m_costs;
+        s.buffer_arrivals = m_arrival;
+        s.sketch = m_sketch;
+        s.quantile_cap = m_quantile_cap;
+        s.tracks_memory = tracks_memory;
+        if constexpr (tracks_memory) {
+            s.waiting_batch_memory.assign(
+                m_batch_memory.begin() + static_cast<std::ptrdiff_t>(m_next_batch), m_batch_memory.end());
+            s.buffer_memory = m_memory;
+        }
+        return s;
+    }
+
+    void restore(state saved) {
+        saved.check_pending();
+        detail::balancer_snapshot& s = saved.snapshot;
+        detail::check_consistent(s);
+        const options& o = s.opt;
+        const auto differs = [](const char* name, auto saved_value, auto given_value) {
+            if (saved_value != given_value)
+                throw error(std::string("bcl::balancer: the state was saved with options::") + name +
+                            " = " + std::to_string(static_cast<std::uint64_t>(saved_value)) +
+                            ", not " + std::to_string(static_cast<std::uint64_t>(given_value)));
+        };
+        differs("batch_size", o.batch_size, m_options.batch_size);
+        differs("lookahead", o.lookahead, m_options.lookahead);
+        differs("drop_last", o.drop_last, m_options.drop_last);
+        differs("seed", o.seed, m_options.seed);
+        differs("shuffle_packs", o.shuffle_packs, m_options.shuffle_packs);
+        differs("largest_first", o.largest_first, m_options.largest_first);
+        differs("cap.kind (0 none, 1 fixed, 2 quantile)", static_cast<int>(o.cap.kind),
+                static_cast<int>(m_options.cap.kind));
+        if (o.cap.kind != cap_kind::none)
+            differs("cap.action (0 clip, 1 truncate)", static_cast<int>(o.cap.action),
+                    static_cast<int>(m_options.cap.action));
+        if (o.cap.kind == cap_kind::quantile) differs("cap.warmup", o.cap.warmup, m_options.cap.warmup);
+        const auto differs_value = [](const char* name, double saved_value, double given_value) {
+            if (saved_value != given_value)
+                throw error(std::string("bcl::balancer: the state was saved with options::") +
+                            name + " = " + number(saved_value) + ", not " + number(given_value));
+        };
+        if (o.cap.kind == cap_kind::fixed) differs_value("cap.value", o.cap.value, m_options.cap.value);
+        if (o.cap.kind == cap_kind::quantile)
+            differs_value("cap.quantile", o.cap.quantile, m_options.cap.quantile);
+        differs_value("memory_budget", o.memory_budget, m_options.memory_budget);
+        if (s.tracks_memory != tracks_memory)
+            throw error("bcl::balancer: the state was saved by a balancer whose estimator " +
+                        std::string(s.tracks_memory ? "had" : "had no") +
+                        " memory estimate, unlike this one");
+        differs("policy (0 tumbling, 1 sliding)", static_cast<int>(o.policy), static_cast<int>(m_options.policy));
+        if (m_options.policy == lookahead_policy::sliding) {
+            differs("buffer_windows", o.buffer_windows, m_options.buffer_windows);
+            differs("max_age", o.max_age, m_options.max_age);
+        }
+
+        m_rng = detail::splitmix64(s.rng_state);
+        m_finished = s.finished;
+        m_round = s.round;
+        m_arrival_cost_total = s.arrival_cost_total;
+        m_last_batch_cost = s.last_batch_cost;
+        m_stats = std::move(s.stats);
+        m_batch_cost = std::move(s.waiting_batch_costs);
+        m_batch_cost.reserve(m_options.lookahead);
+        m_next_batch = 0;
+        auto record = saved.pending.begin();
+        for (std::size_t i = 0; i < s.waiting_records; ++i) m_ready.push_back(std::move(*record++));
+        for (; record != saved.pending.end(); ++record) m_buffer.push_back(std::move(*record));
+        m_costs.assign(s.buffer_costs.begin(), s.buffer_costs.end());
+        m_arrival.assign(s.buffer_arrivals.begin(), s.buffer_arrivals.end());
+        m_sketch = s.sketch;
+        m_quantile_cap = s.quantile_cap;
+        if constexpr (tracks_memory) {
+            m_batch_memory = std::move(s.waiting_batch_memory);
+            m_batch_memory.reserve(m_options.lookahead);
+            m_memory.assign(s.buffer_memory.begin(), s.buffer_memory.end());
+        }
+    }
+
     static options checked(const options& opt) {
         validate(opt);
         return opt;
@@ -187,22 +370,88 @@ private:
         run_round();
     }
 
-    template <class R>
-    double checked_cost(const R& r) {
+    static constexpr bool tracks_memory = memory_estimator<Estimator, Record>;
+    static constexpr bool truncating = truncating_estimator<Estimator, Record>;
+
+    static std::string number(double x) {
+        char text[32];
+        const auto written = std::to_chars(text, text + sizeof text, x);
+        return std::string(text, written.ptr);
+    }
+
+    double checked_cost(const Record& r) {
         const auto cost = static_cast<double>(std::invoke(m_estimator, r));
         if (std::isfinite(cost) && cost >= 0.0) return cost;
-        char value[32];
-        const auto written = std::to_chars(value, value + sizeof value, cost);
         throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) + " has cost " +
-                    std::string(value, written.ptr) +
-                    "; a cost estimate must be finite and >= 0");
+                    number(cost) + "; a cost estimate must be finite and >= 0");
+    }
+
+    double checked_memory(const Record& r) {
+        if constexpr (tracks_memory) {
+            const auto memory = static_cast<double>(m_estimator.memory(r));
+            if (std::isfinite(memory) && memory >= 0.0) return memory;
+            throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) +
+                        " has memory estimate " + number(memory) + "; it must be finite and >= 0");
+        } else {
+            (void)r;
+            return 0.0;
+        }
+    }
+
+    struct estimate {
+        double cost;     // what balancing uses: capped when the record was capped
+        double memory;   // 0 without a memory estimator
+        double observed; // the first, uncapped estimate, which feeds the quantile cap
+        bool capped;
+    };
+
+    // The cap in force for the next record: +infinity when there is none yet. A quantile cap is
+    // read from the sketch when the warm-up ends and then every quantile_cap_refresh records,
+    // since a read walks the sketch's buckets and a p99 moves slowly anyway.
+    [[nodiscard]] double current_cap() noexcept {
+        const cap_options& cap = m_options.cap;
+        if (cap.kind == cap_kind::fixed) return cap.value;
+        if (cap.kind != cap_kind::quantile) return HUGE_VAL;
+        const std::uint64_t seen = m_sketch.count();
+        const std::size_t warmup = cap_warmup(cap);
+        if (seen < warmup) return HUGE_VAL;
+        if (seen == warmup || (seen - warmup) % quantile_cap_refresh == 0)
+            m_quantile_cap = m_sketch.quantile(cap.quantile);
+        return m_quantile_cap;
+    }
+
+    // Estimates cost and memory, applies the cap (truncating the record if so configured) and
+    // checks the memory budget. Changes nothing in the balancer, so a throw leaves it as it was.
+    estimate estimate_and_cap(Record& r) {
+        estimate e{checked_cost(r), 0.0, 0.0, false};
+        e.observed = e.cost;
+        const double cap = current_cap();
+        if (e.cost > cap) {
+            e.capped = true;
+            if constexpr (truncating) {
+                if (m_options.cap.action == cap_action::truncate) {
+                    m_estimator.truncate(r, cap);
+                    e.cost = checked_cost(r);
+                }
+            }
+            e.cost = std::min(e.cost, cap);
+        }
+        e.memory = checked_memory(r);
+        if (m_options.memory_budget > 0.0 && e.memory > m_options.memory_budget)
+            throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) +
+                        " alone needs memory " + number(e.memory) + ", over the batch budget of " +
+                        number(m_options.memory_budget));
+        return e;
     }
 
     // The record is already in m_buffer; nothing below can throw (capacity is reserved).
-    void accept(double cost) noexcept {
-        m_costs.push_back(cost);
+    void accept(const estimate& e) noexcept {
+        m_costs.push_back(e.cost);
+        if constexpr (tracks_memory) m_memory.push_back(e.memory);
         m_arrival.push_back(m_stats.records_in);
-        m_arrival_cost_total += cost;
+        m_arrival_cost_total += e.cost;
+        if (m_options.cap.kind == cap_kind::quantile) m_sketch.add(e.observed);
+        if (e.capped) ++m_stats.records_capped;
         ++m_stats.records_in;
     }
 
@@ -227,6 +476,23 @@ private:
         return std::min(static_cast<std::size_t>(due), take);
     }
 
+    // The total cost the round's `take` records should have: `take` times the long-run mean cost
+    // of arrivals, plus a fraction of what the buffer holds above (or below) that mean. Without
+    // that feedback the buffer's surplus is a random walk (each round removes exactly the mean,
+    // arrivals add the mean plus noise) until it can no longer meet the target, and the final
+    // drain pays for all of it at once.
+    // Once the input has ended the buffer is all that is left, so its surplus is spread evenly
+    // over the remaining rounds (each takes its share of what is held) rather than left to the last.
+    [[nodiscard]] double round_target(std::size_t take) const noexcept {
+        double held = 0.0;
+        for (const double c : m_costs) held += c;
+        const auto held_records = static_cast<double>(m_costs.size());
+        if (m_finished) return held * static_cast<double>(take) / held_records;
+        const double mean = m_arrival_cost_total / static_cast<double>(m_stats.records_in);
+        const double surplus = held - mean * held_records;
+        return mean * static_cast<double>(take) + surplus_feedback * surplus;
+    }
+
     // Chooses the round's records, repartitions them into packs, and moves every chosen record to
     // its batch in emission order; the records left over stay in the buffer, in arrival order.
     void run_round() {
@@ -236,21 +502,39 @@ private:
         if (take == n) {
             std::fill(m_chosen.begin(), m_chosen.end(), std::uint8_t{1});
         } else {
-            const double mean_arrival =
-                m_arrival_cost_total / static_cast<double>(m_stats.records_in);
             m_selector(std::span<const double>(m_costs), records_due(take), take,
-                       mean_arrival * static_cast<double>(take), std::span<std::uint8_t>(m_chosen));
+                       round_target(take), std::span<std::uint8_t>(m_chosen));
         }
         m_round_costs.clear();
         m_round_slots.clear();
+        if constexpr (tracks_memory) m_round_memory.clear();
         for (std::size_t i = 0; i < n; ++i) {
             if (!m_chosen[i]) continue;
             m_round_costs.push_back(m_costs[i]);
+            if constexpr (tracks_memory) m_round_memory.push_back(m_memory[i]);
             m_round_slots.push_back(static_cast<std::uint32_t>(i));
         }
         partition_round();
         compact_buffer();
         ++m_round;
+    }
+
+    // A wrong count would silently break the batch-size contract, so the partitioner's (and the
+    // memory repair's) output is checked: O(n).
+    void check_pack_sizes(pack_shape shape, std::size_t n) {
+        m_next_slot.assign(shape.packs, 0);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (m_pack_of[i] >= shape.packs)
+                throw error("bcl::balancer: the partitioner put item " + std::to_string(i) +
+                            " in pack " + std::to_string(m_pack_of[i]) + " of a window of " +
+                            std::to_string(shape.packs) + " packs");
+            ++m_next_slot[m_pack_of[i]];
+        }
+        for (std::size_t p = 0; p < shape.packs; ++p)
+            if (m_next_slot[p] != shape.capacity(p, n))
+                throw error("bcl::balancer: the partitioner put " + std::to_string(m_next_slot[p]) +
+                            " items in pack " + std::to_string(p) + ", which must hold exactly " +
+                            std::to_string(shape.capacity(p, n)));
     }
 
     void partition_round() {
@@ -261,41 +545,67 @@ private:
         const pack_shape shape{packs, b};
 
         m_pack_of.resize(n);
-        const partition_summary summary = m_partitioner(
+        partition_summary summary = m_partitioner(
             std::span<const double>(m_round_costs), shape, std::span<std::uint32_t>(m_pack_of));
+        check_pack_sizes(shape, n);
+        if constexpr (tracks_memory) {
+            if (m_options.memory_budget > 0.0) {
+                const double heaviest = m_memory_repair(m_round_costs, m_round_memory, shape,
+                                                        m_pack_of, m_options.memory_budget);
+                if (heaviest > m_options.memory_budget)
+                    throw error("bcl::balancer: the " + std::to_string(n) + " records of round " +
+                                std::to_string(m_round) + " could not be split into " +
+                                std::to_string(packs) + " batches within memory_budget " +
+                                number(m_options.memory_budget) + " (the best split found has a batch of " +
+                                number(heaviest) + "); the records are still buffered");
+                check_pack_sizes(shape, n);
+            }
+        }
 
         // Emission order: full packs shuffled, the short pack (always pack packs-1) last.
+        const std::size_t full_packs = packs - (has_short ? 1 : 0);
         m_emit_rank.resize(packs);
         for (std::size_t p = 0; p < packs; ++p) m_emit_rank[p] = static_cast<std::uint32_t>(p);
-        if (m_options.shuffle_packs)
-            detail::shuffle(m_emit_rank.data(), packs - (has_short ? 1 : 0), m_rng);
+        if (m_options.shuffle_packs) detail::shuffle(m_emit_rank.data(), full_packs, m_rng);
 
-        // Counting sort of slots by emission rank. First check that the partitioner filled every
-        // pack exactly: a wrong count would silently break the batch-size contract.
-        m_next_slot.assign(packs, 0);
+        m_batch_cost.assign(packs, 0.0);
+        if constexpr (tracks_memory) m_batch_memory.assign(packs, 0.0);
         for (std::size_t i = 0; i < n; ++i) {
-            if (m_pack_of[i] >= packs)
-                throw error("bcl::balancer: the partitioner put item " + std::to_string(i) +
-                            " in pack " + std::to_string(m_pack_of[i]) + " of a window of " +
-                            std::to_string(packs) + " packs");
-            ++m_next_slot[m_pack_of[i]];
+            m_batch_cost[m_pack_of[i]] += m_round_costs[i];
+            if constexpr (tracks_memory) m_batch_memory[m_pack_of[i]] += m_round_memory[i];
         }
-        for (std::size_t p = 0; p < packs; ++p)
-            if (m_next_slot[p] != shape.capacity(p, n))
-                throw error("bcl::balancer: the partitioner put " + std::to_string(m_next_slot[p]) +
-                            " items in pack " + std::to_string(p) + ", which must hold exactly " +
-                            std::to_string(shape.capacity(p, n)));
+        if (has_short || packs != m_options.lookahead || m_options.memory_budget > 0.0)
+            summary.heaviest = *std::max_element(m_batch_cost.begin(), m_batch_cost.end());
+        if (m_options.largest_first && m_round == 0 && full_packs > 0) {
+            // The pack that needs the most memory (cost, without a memory estimator) goes first.
+            const std::vector<double>& size = tracks_memory ? m_batch_memory : m_batch_cost;
+            const auto largest = static_cast<std::size_t>(
+                std::max_element(size.begin(), size.begin() + static_cast<std::ptrdiff_t>(full_packs)) -
+                size.begin());
+            const auto first = static_cast<std::size_t>(
+                std::find(m_emit_rank.begin(), m_emit_rank.end(), 0U) - m_emit_rank.begin());
+            std::swap(m_emit_rank[largest], m_emit_rank[first]);
+        }
+        // Per-pack sums, re-indexed by emission rank.
+        m_rank_scratch.assign(packs, 0.0);
+        for (std::size_t p = 0; p < packs; ++p) m_rank_scratch[m_emit_rank[p]] = m_batch_cost[p];
+        std::swap(m_batch_cost, m_rank_scratch);
+        if constexpr (tracks_memory) {
+            for (std::size_t p = 0; p < packs; ++p) m_rank_scratch[m_emit_rank[p]] = m_batch_memory[p];
+            std::swap(m_batch_memory, m_rank_scratch);
+        }
+
+        // Counting sort of slots by emission rank.
+        m_next_slot.resize(packs);
         for (std::size_t rank = 0; rank < packs; ++rank)
             m_next_slot[rank] = static_cast<std::uint32_t>(rank * b);
 
         m_slot_order.resize(n);
-        m_batch_cost.assign(packs, 0.0);
         const std::uint64_t first_batch = m_stats.batches; // every earlier batch was handed out
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t rank = m_emit_rank[m_pack_of[i]];
             const std::uint32_t slot = m_round_slots[i];
             m_slot_order[m_next_slot[rank]++] = slot;
-            m_batch_cost[rank] += m_round_costs[i];
             const std::uint64_t arrival_batch = m_arrival[slot] / b;
             const std::uint64_t emitted_batch = first_batch + rank;
             const std::uint64_t delay = emitted_batch > arrival_batch ? emitted_batch - arrival_batch : 0;
@@ -324,13 +634,18 @@ private:
                 m_buffer[kept] = std::move(m_buffer[i]);
                 m_costs[kept] = m_costs[i];
                 m_arrival[kept] = m_arrival[i];
+                if constexpr (tracks_memory) m_memory[kept] = m_memory[i];
             }
             ++kept;
         }
         while (m_buffer.size() > kept) m_buffer.pop_back();
         m_costs.resize(kept);
         m_arrival.resize(kept);
+        if constexpr (tracks_memory) m_memory.resize(kept);
     }
+
+    static constexpr double surplus_feedback = BCL_SURPLUS_FEEDBACK;
+    static constexpr std::uint64_t quantile_cap_refresh = 64;
 
     Estimator m_estimator;
     Partitioner m_partitioner;
@@ -350,6 +665,13 @@ private:
     bool m_finished = false;
     double m_last_batch_cost = 0.0;
 
+    std::vector<double> m_memory;          // memory estimates of the buffered records
+    std::vector<double> m_batch_memory;    // memory of each batch in m_ready
+    std::vector<double> m_round_memory;    // memory of the chosen slots
+    std::vector<double> m_rank_scratch;    // per-pack sums while re-indexing them by emission rank
+    quantile_sketch m_sketch;              // the stream's costs, for a quantile cap
+    double m_quantile_cap = HUGE_VAL;      // the quantile cap last read from m_sketch
+    detail::memory_repair m_memory_repair;
     std::vector<std::uint8_t> m_chosen;      // per buffer slot: taken this round
     std::vector<double> m_round_costs;       // costs of the chosen slots, in slot order
     std::vector<std::uint32_t> m_round_slots; // the chosen slots

@@ -3,6 +3,7 @@
 
 #include <bcl/error.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +24,41 @@ enum class lookahead_policy {
     sliding,
 };
 
+/// What a cap does to a record whose estimated cost is above it. Either way the record is kept:
+/// a cap never drops a record and never changes the batch count.
+enum class cap_action {
+    /// Balance with the capped estimate; the record itself is untouched (so its real cost is still
+    /// high: clip keeps one outlier from distorting the balance of the rest of its window).
+    clip,
+    /// Call the estimator's truncate(record, cap) (see bcl::with_truncation), which shrinks the
+    /// record, e.g. cuts tokens, then estimate it again. An estimate still above the cap is clipped.
+    truncate,
+};
+
+/// Where the cap on a record's estimated cost comes from.
+enum class cap_kind {
+    none,     ///< no cap (the default)
+    fixed,    ///< cap_options::value
+    quantile, ///< the cap_options::quantile of the costs seen so far, by a bcl::quantile_sketch
+};
+
+/// The outlier cap, applied to each record's estimate before balancing.
+struct cap_options {
+    cap_kind kind = cap_kind::none;
+    /// kind == fixed: the cap, in cost units. Must be > 0.
+    double value = 0.0;
+    /// kind == quantile: which quantile of the stream's estimated costs (uncapped), estimated by
+    /// a bcl::quantile_sketch to within 1% and re-read every 64 records. Default 0.99: about one
+    /// record in a hundred is capped, few enough to leave the workload intact, while it removes
+    /// the tail that no repartitioning can balance.
+    double quantile = 0.99;
+    /// kind == quantile: records seen before the cap applies (earlier records are not capped).
+    /// 0 means ceil(10 / (1 - quantile)), 1000 for p99: by then about 10 records lie above the
+    /// quantile, enough for the estimate to settle.
+    std::size_t warmup = 0;
+    cap_action action = cap_action::clip;
+};
+
 /// Settings of a balancer. An aggregate, so designated initializers work:
 /// `bcl::options{.batch_size = 32, .lookahead = 8}`.
 struct options {
@@ -41,7 +77,9 @@ struct options {
     /// Shuffle the order in which a window's packs are emitted, so the heaviest pack is not always
     /// first. Default true. The short final batch, if any, is always emitted last.
     bool shuffle_packs = true;
-    /// Which lookahead policy; see lookahead_policy.
+    /// Which lookahead policy; see lookahead_policy. Default tumbling, the paper's policy with the
+    /// least memory and the shortest delay; sliding measured better on every bundled workload
+    /// (docs/policies.md) and is the recommended choice when one more window of records fits.
     lookahead_policy policy = lookahead_policy::tumbling;
     /// Sliding only: the buffer holds buffer_windows * K * B records. Default 2: twice the window
     /// gives each round a choice of K*B records out of 2*K*B, enough to hit the long-run mean almost
@@ -54,11 +92,46 @@ struct options {
     /// Default 2: one round of slack over the minimum; more slack measured no better (the costly
     /// records linger and then leave together), see docs/policies.md.
     std::size_t max_age = 2;
+    /// Outlier cap (default none); see cap_options.
+    cap_options cap{};
+    /// Largest total memory estimate of one batch, 0 for no limit (the default). Needs an estimator
+    /// with a memory(record) member (bcl::with_memory). Every emitted batch then fits the budget;
+    /// a record that alone exceeds it, or a round that cannot be split within it, is a bcl::error.
+    double memory_budget = 0.0;
+    /// Emit first, in the first round, the batch with the largest memory estimate (the largest
+    /// estimated cost if there is no memory estimator), so an out-of-memory happens in the first
+    /// step rather than hours later. Default false.
+    bool largest_first = false;
 };
 
 /// Largest window (K*B records) a balancer accepts: slots are indexed with 32-bit integers and a
 /// window this large already holds far more records than any lookahead needs.
 inline constexpr std::size_t max_window_records = std::size_t{1} << 26;
+
+inline void check_cap_and_budget(const options& opt) {
+    const cap_options& cap = opt.cap;
+    if (cap.kind != cap_kind::none && cap.kind != cap_kind::fixed && cap.kind != cap_kind::quantile)
+        throw error("bcl::options::cap.kind has no such kind (" +
+                    std::to_string(static_cast<int>(cap.kind)) + ")");
+    if (cap.action != cap_action::clip && cap.action != cap_action::truncate)
+        throw error("bcl::options::cap.action has no such action (" +
+                    std::to_string(static_cast<int>(cap.action)) + ")");
+    if (cap.kind == cap_kind::fixed && !(cap.value > 0.0 && cap.value < HUGE_VAL))
+        throw error("bcl::options::cap.value must be finite and > 0 for a fixed cap (got " +
+                    std::to_string(cap.value) + ")");
+    if (cap.kind == cap_kind::quantile && !(cap.quantile > 0.0 && cap.quantile < 1.0))
+        throw error("bcl::options::cap.quantile must be in (0, 1) (got " +
+                    std::to_string(cap.quantile) + ")");
+    if (!(opt.memory_budget >= 0.0 && opt.memory_budget < HUGE_VAL))
+        throw error("bcl::options::memory_budget must be finite and >= 0 (got " +
+                    std::to_string(opt.memory_budget) + ")");
+}
+
+/// Records a quantile cap waits for before it applies (cap_options::warmup, resolved).
+[[nodiscard]] inline std::size_t cap_warmup(const cap_options& cap) noexcept {
+    if (cap.warmup != 0) return cap.warmup;
+    return static_cast<std::size_t>(std::ceil(10.0 / (1.0 - cap.quantile) - 1e-9));
+}
 
 /// Throws bcl::error naming the first invalid option. Called by every balancer constructor.
 inline void validate(const options& opt) {
@@ -73,6 +146,7 @@ inline void validate(const options& opt) {
     if (opt.policy != lookahead_policy::tumbling && opt.policy != lookahead_policy::sliding)
         throw error("bcl::options::policy has no such lookahead policy (" +
                     std::to_string(static_cast<int>(opt.policy)) + ")");
+    check_cap_and_budget(opt);
     if (opt.policy != lookahead_policy::sliding) return;
     if (opt.buffer_windows == 0)
         throw error("bcl::options::buffer_windows must be at least 1 (got 0)");

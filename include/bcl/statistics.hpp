@@ -33,6 +33,25 @@ public:
     /// Coefficient of variation, stddev / mean; 0 when the mean is 0.
     [[nodiscard]] double cv() const noexcept { return m_mean > 0.0 ? stddev() / m_mean : 0.0; }
 
+    /// The complete internal state, so a balancer can save and restore its statistics exactly.
+    struct raw_state {
+        std::uint64_t count = 0;
+        double mean = 0.0;
+        double m2 = 0.0;
+        double min = 0.0;
+        double max = 0.0;
+    };
+    [[nodiscard]] raw_state raw() const noexcept { return {m_count, m_mean, m_m2, m_min, m_max}; }
+    [[nodiscard]] static running_stats from_raw(const raw_state& r) noexcept {
+        running_stats s;
+        s.m_count = r.count;
+        s.m_mean = r.mean;
+        s.m_m2 = r.m2;
+        s.m_min = r.min;
+        s.m_max = r.max;
+        return s;
+    }
+
 private:
     std::uint64_t m_count = 0;
     double m_mean = 0.0;
@@ -46,6 +65,7 @@ struct statistics {
     std::uint64_t records_in = 0;   ///< records accepted by push()
     std::uint64_t records_out = 0;  ///< records handed out in batches
     std::uint64_t records_dropped = 0; ///< records dropped by drop_last (at most B-1)
+    std::uint64_t records_capped = 0; ///< records whose estimate was above the cap (clipped or truncated)
     std::uint64_t batches = 0;      ///< batches handed out, the short final one included
     std::uint64_t windows = 0;      ///< windows partitioned, the short final one included
     /// Estimated cost of each full batch handed out (the short final batch is left out: it is
@@ -59,6 +79,8 @@ struct statistics {
     std::uint64_t max_delay_batches = 0;
     /// That delay over all records handed out (records that left early count as 0).
     running_stats delay_batches;
+    /// Largest total memory estimate of a batch handed out (0 without a memory estimator).
+    double peak_batch_memory = 0.0;
     /// delay_histogram[d]: records handed out with a delay of d batches, d = 0..max_delay_bound.
     std::vector<std::uint64_t> delay_histogram;
 };

@@ -1,0 +1,405 @@
+// bcl-bench: what repartitioning costs per record, and how close to optimal it gets.
+//
+//   partition/<algorithm>/K:<K>/B:<B>   one partitioner on windows of K*B lognormal token costs
+//   partition/default/K:<K>/B:<B>       the partitioner bcl::balancer uses by default
+//   adapter/tumbling/K:<K>/B:<B>        the whole bcl::balancer push/pop path on small records
+//   baseline/passthrough/K:<K>/B:<B>    the same loop with a partitioner that keeps arrival order
+//   baseline/sort/K:<K>/B:<B>           std::sort of the same windows' costs
+//   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
+//                                       and real workloads (bench/workloads), for the table in
+//                                       docs/partitioners.md
+//
+// Costs: lengths L = round(exp(N(6, 1))) tokens (at least 1), cost L + L^2/24576 (a FLOPs proxy
+// for a 7B transformer: MLP plus attention). Every benchmark of one window size cycles through the
+// same pool of pre-generated windows, so ratios within one run compare like with like.
+//
+// Counters: items_per_second counts records; time_per_record is its inverse; gap_to_lb is the mean
+// of (heaviest pack - lower bound) / lower bound over the windows run; allocs_per_window counts
+// heap allocations inside the timed loop (after two warm-up windows), which must be 0.
+
+#include <bcl/bcl.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <numbers>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+// ---------------------------------------------------------------------------------------------
+// Allocation counting: every global operator new of this program goes through here.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+std::atomic<std::size_t> g_allocations{0};
+
+/// Allocations so far.
+std::size_t allocations_now() { return g_allocations.load(std::memory_order_relaxed); }
+std::size_t allocations_since(std::size_t before) { return allocations_now() - before; }
+
+void* counted_allocate(std::size_t size) {
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+    throw std::bad_alloc{};
+}
+} // namespace
+
+void* operator new(std::size_t size) { return counted_allocate(size); }
+void* operator new[](std::size_t size) { return counted_allocate(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Workload
+// ---------------------------------------------------------------------------------------------
+
+constexpr double quadratic = 1.0 / 24576.0;
+
+double token_cost(std::uint32_t length) {
+    const auto l = static_cast<double>(length);
+    return l + quadratic * l * l;
+}
+
+/// A small record, as a data loader would hold an index entry: 8 bytes.
+struct small_record {
+    std::uint32_t id;
+    std::uint32_t length;
+};
+
+/// The windows of one size: lengths, their costs, and the same as records.
+struct window_pool {
+    std::size_t window = 0;
+    std::size_t windows = 0;
+    std::vector<double> costs;          // windows * window costs, window after window
+    std::vector<small_record> records;  // the same, as records
+
+    [[nodiscard]] std::span<const double> costs_of(std::size_t w) const {
+        return {costs.data() + w * window, window};
+    }
+};
+
+/// Where token lengths come from: a named distribution or a workload file of real lengths.
+enum class source { lognormal, pareto, uniform, file };
+
+struct length_source {
+    const char* name;
+    source kind;
+    const char* file = nullptr; // under BCL_WORKLOADS_DIR, for source::file
+};
+
+constexpr length_source lognormal_tokens{"lognormal", source::lognormal};
+
+/// The distributions of docs/partitioners.md's table.
+constexpr length_source table_sources[] = {
+    {"lognormal", source::lognormal},
+    {"pareto", source::pareto},
+    {"uniform", source::uniform},
+    {"sharegpt", source::file, "sharegpt_8k_filtered_llama2_total_tokens.txt"},
+    {"alpaca", source::file, "alpaca_en_demo999_llama3_tokens.txt"},
+    {"gsm8k", source::file, "gsm8k_train_llama3_tokens.txt"},
+    {"azure_conv", source::file, "azure_llm_2023_conv_total_tokens.txt"},
+    {"mooncake", source::file, "mooncake_fast25_conversation_total_tokens.txt"},
+    {"proteins", source::file, "tudataset_proteins_nodes_per_graph.txt"},
+};
+
+#ifndef BCL_WORKLOADS_DIR
+#define BCL_WORKLOADS_DIR "bench/workloads"
+#endif
+
+/// The lengths in a workload file, one per line; empty if it cannot be read.
+std::vector<std::uint32_t> read_lengths(const char* file) {
+    std::vector<std::uint32_t> lengths;
+    std::ifstream in(std::string(BCL_WORKLOADS_DIR) + "/" + file);
+    long long value = 0;
+    while (in >> value)
+        if (value >= 0)
+            lengths.push_back(static_cast<std::uint32_t>(std::min(value, 4000000000LL)));
+    return lengths;
+}
+
+/// Token lengths drawn from `src` with mt19937_64 and hand-written transforms (fully specified
+/// by the standard, unlike std::lognormal_distribution), so every platform benchmarks the same
+/// windows:
+///   lognormal: round(exp(N(6, 1))), at least 1 (median 403, mean 665);
+///   pareto:    round(100 / U^(1/1.5)), at most 131072 (a 128k context): infinite variance;
+///   uniform:   1..4096;
+///   file:      drawn with replacement from the file's lengths (at least 1).
+/// The benchmarks are registered shape by shape and source by source, so one pool is kept at a
+/// time. Returns nullptr if a workload file cannot be read.
+const window_pool* pool_for(const length_source& src, std::size_t window) {
+    static std::unique_ptr<window_pool> current;
+    static const char* current_name = nullptr;
+    if (current && current->window == window && current_name == src.name) return current.get();
+    current.reset();
+    std::vector<std::uint32_t> file_lengths;
+    if (src.kind == source::file) {
+        file_lengths = read_lengths(src.file);
+        if (file_lengths.empty()) return nullptr;
+    }
+    current = std::make_unique<window_pool>();
+    current_name = src.name;
+    window_pool& pool = *current;
+    pool.window = window;
+    // 2^19 records (at least 16 windows, at most 4096): the mean gap is dominated by rare bad
+    // windows, so it needs hundreds of windows to be stable from run to run.
+    pool.windows = std::clamp<std::size_t>((std::size_t{1} << 19) / window, 16, 4096);
+    const std::size_t total = pool.windows * window;
+    pool.costs.resize(total);
+    pool.records.resize(total);
+    std::mt19937_64 gen(0x5eed0000 + window);
+    const auto unit = [&gen] { return static_cast<double>(gen() >> 11) * 0x1.0p-53; };
+    for (std::size_t i = 0; i < total; ++i) {
+        double length = 1.0;
+        switch (src.kind) {
+        case source::lognormal: {
+            const double u = 1.0 - unit(); // (0, 1]
+            const double v = unit();
+            const double normal =
+                std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * std::numbers::pi * v);
+            length = std::round(std::exp(6.0 + normal));
+            break;
+        }
+        case source::pareto:
+            length = std::min(131072.0, std::round(100.0 / std::pow(1.0 - unit(), 1.0 / 1.5)));
+            break;
+        case source::uniform:
+            length = static_cast<double>(1 + gen() % 4096);
+            break;
+        case source::file:
+            length = file_lengths[gen() % file_lengths.size()];
+            break;
+        }
+        const auto l = static_cast<std::uint32_t>(std::clamp(length, 1.0, 4.0e9));
+        pool.records[i] = {static_cast<std::uint32_t>(i), l};
+        pool.costs[i] = token_cost(l);
+    }
+    return &pool;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partitioners and counters
+// ---------------------------------------------------------------------------------------------
+
+/// The partitioner bcl::balancer uses when none is named, read off the class template itself.
+template <class Balancer>
+struct partitioner_of;
+template <class Record, class Estimator, class Partitioner>
+struct partitioner_of<bcl::balancer<Record, Estimator, Partitioner>> {
+    using type = Partitioner;
+};
+
+struct cost_of_record {
+    double operator()(const small_record& r) const { return token_cost(r.length); }
+};
+
+using default_partitioner = partitioner_of<bcl::balancer<small_record, cost_of_record>>::type;
+
+/// Batches of B in arrival order: the do-nothing partitioner.
+struct passthrough_partitioner {
+    bcl::partition_summary operator()(std::span<const double> costs, bcl::pack_shape shape,
+                                      std::span<std::uint32_t> pack_of) const noexcept {
+        for (std::size_t i = 0; i < costs.size(); ++i)
+            pack_of[i] = static_cast<std::uint32_t>(i / shape.pack_size);
+        return {};
+    }
+};
+
+double gap_of(const bcl::partition_summary& s) {
+    return s.lower_bound > 0.0 ? std::max(0.0, s.heaviest / s.lower_bound - 1.0) : 0.0;
+}
+
+void set_counters(benchmark::State& state, std::size_t window, double gap_sum,
+                  std::size_t windows_run, std::size_t allocations) {
+    const auto records = static_cast<double>(window);
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                            static_cast<std::int64_t>(window));
+    state.counters["time_per_record"] = benchmark::Counter(
+        records, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+    const double runs = windows_run > 0 ? static_cast<double>(windows_run) : 1.0;
+    state.counters["gap_to_lb"] = gap_sum / runs;
+    state.counters["allocs_per_window"] = static_cast<double>(allocations) / runs;
+}
+
+template <class Partitioner>
+void partition_benchmark(benchmark::State& state, const length_source& src) {
+    const auto k = static_cast<std::size_t>(state.range(0));
+    const auto b = static_cast<std::size_t>(state.range(1));
+    const window_pool* found = pool_for(src, k * b);
+    if (found == nullptr) {
+        state.SkipWithError("workload file not found (set BCL_WORKLOADS_DIR)");
+        for (auto _ : state) {
+        }
+        return;
+    }
+    const window_pool& pool = *found;
+    const bcl::pack_shape shape{k, b};
+    Partitioner partitioner;
+    std::vector<std::uint32_t> pack_of(k * b);
+    for (std::size_t w = 0; w < 2; ++w) // warm-up: scratch space reaches its size
+        benchmark::DoNotOptimize(partitioner(pool.costs_of(w), shape, pack_of));
+
+    double gap_sum = 0.0;
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        const bcl::partition_summary summary = partitioner(pool.costs_of(w), shape, pack_of);
+        benchmark::DoNotOptimize(pack_of.data());
+        gap_sum += gap_of(summary);
+        ++runs;
+        if (++w == pool.windows) w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, k * b, gap_sum, runs, allocations);
+}
+
+/// push/pop through a bcl::balancer, one window of records per iteration.
+template <class Partitioner>
+void balancer_benchmark(benchmark::State& state, bool shuffle_packs) {
+    const auto k = static_cast<std::size_t>(state.range(0));
+    const auto b = static_cast<std::size_t>(state.range(1));
+    const std::size_t window = k * b;
+    const window_pool& pool = *pool_for(lognormal_tokens, window);
+    bcl::options opt{.batch_size = b, .lookahead = k};
+    opt.policy = bcl::lookahead_policy::tumbling; // whatever the default policy is
+    opt.shuffle_packs = shuffle_packs;
+    bcl::balancer<small_record, cost_of_record, Partitioner> balancer{cost_of_record{}, opt};
+    std::uint64_t sink = 0;
+    std::size_t next = 0;
+    const auto one_window = [&] {
+        const small_record* records = pool.records.data() + next * window;
+        for (std::size_t i = 0; i < window; ++i) {
+            balancer.push(records[i]);
+            while (auto batch = balancer.pop())
+                for (const small_record& r : *batch) sink += r.id;
+        }
+        if (++next == pool.windows) next = 0;
+    };
+    one_window(); // warm-up
+    one_window();
+    const auto gap_sum = [&balancer] {
+        const bcl::running_stats& gaps = balancer.stats().gap_to_lower_bound;
+        return gaps.mean() * static_cast<double>(gaps.count());
+    };
+    const std::uint64_t windows_before = balancer.stats().windows;
+    const double gap_before = gap_sum();
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) one_window();
+    const std::size_t allocations = allocations_since(allocations_before);
+    benchmark::DoNotOptimize(sink);
+    const auto runs = static_cast<std::size_t>(balancer.stats().windows - windows_before);
+    set_counters(state, window, gap_sum() - gap_before, runs, allocations);
+}
+
+void sort_benchmark(benchmark::State& state) {
+    const auto k = static_cast<std::size_t>(state.range(0));
+    const auto b = static_cast<std::size_t>(state.range(1));
+    const window_pool& pool = *pool_for(lognormal_tokens, k * b);
+    std::vector<double> buffer(k * b);
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        const std::span<const double> costs = pool.costs_of(w);
+        std::copy(costs.begin(), costs.end(), buffer.begin());
+        std::sort(buffer.begin(), buffer.end());
+        benchmark::DoNotOptimize(buffer.data());
+        ++runs;
+        if (++w == pool.windows) w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, k * b, 0.0, runs, allocations);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::int64_t lookaheads[] = {2, 8, 32, 64};
+// 16 is not in the design's grid, but K:64/B:16 is a target shape (small B, many packs).
+constexpr std::int64_t batch_sizes[] = {1, 8, 16, 64, 512};
+constexpr std::int64_t max_window = 65536;
+
+/// 1-for-1 swaps only: the default with refinement effort off, to show what phase 2 buys.
+struct lpt_swap_single : bcl::lpt_swap_partitioner {
+    lpt_swap_single() : bcl::lpt_swap_partitioner(bcl::refinement_effort{.searches_per_pack = 0}) {}
+};
+
+void add(const std::string& name, std::int64_t k, std::int64_t b, auto function) {
+    benchmark::RegisterBenchmark(name.c_str(), function)->ArgNames({"K", "B"})->Args({k, b});
+}
+
+template <class Partitioner>
+void add_partitioner(const std::string& name, const length_source& src, std::int64_t k,
+                     std::int64_t b) {
+    add(name, k, b,
+        [&src](benchmark::State& state) { partition_benchmark<Partitioner>(state, src); });
+}
+
+void register_shape(std::int64_t k, std::int64_t b) {
+    const length_source& src = lognormal_tokens;
+    add("baseline/sort", k, b, sort_benchmark);
+    add("baseline/passthrough", k, b, [](benchmark::State& state) {
+        balancer_benchmark<passthrough_partitioner>(state, false);
+    });
+    add("adapter/tumbling", k, b, [](benchmark::State& state) {
+        balancer_benchmark<default_partitioner>(state, true);
+    });
+    add_partitioner<default_partitioner>("partition/default", src, k, b);
+    add_partitioner<bcl::lpt_swap_partitioner>("partition/lpt_swap", src, k, b);
+    add_partitioner<bcl::lpt_partitioner>("partition/lpt", src, k, b);
+    add_partitioner<bcl::karmarkar_karp_partitioner>("partition/karmarkar_karp", src, k, b);
+    add_partitioner<bcl::refined<bcl::karmarkar_karp_partitioner>>("partition/karmarkar_karp_swap",
+                                                                    src, k, b);
+    add_partitioner<bcl::snake_partitioner>("partition/snake", src, k, b);
+    add_partitioner<bcl::refined<bcl::snake_partitioner>>("partition/snake_swap", src, k, b);
+}
+
+/// distribution/<source>/<algorithm>/K:<K>/B:<B>: the table of docs/partitioners.md.
+void register_distribution(const length_source& src, std::int64_t k, std::int64_t b) {
+    const std::string prefix = std::string("distribution/") + src.name + "/";
+    add_partitioner<bcl::lpt_swap_partitioner>(prefix + "lpt_swap", src, k, b);
+    add_partitioner<lpt_swap_single>(prefix + "lpt_swap_single", src, k, b);
+    add_partitioner<bcl::lpt_partitioner>(prefix + "lpt", src, k, b);
+    add_partitioner<bcl::karmarkar_karp_partitioner>(prefix + "karmarkar_karp", src, k, b);
+    add_partitioner<bcl::refined<bcl::karmarkar_karp_partitioner>>(prefix + "karmarkar_karp_swap",
+                                                                    src, k, b);
+    add_partitioner<bcl::snake_partitioner>(prefix + "snake", src, k, b);
+}
+
+void register_all() {
+    // Shape by shape (and source by source), so one window pool serves a run of benchmarks.
+    for (const std::int64_t k : lookaheads)
+        for (const std::int64_t b : batch_sizes)
+            if (k * b <= max_window) register_shape(k, b);
+    constexpr std::int64_t table_shapes[][2] = {{8, 16}, {8, 64}, {64, 16}};
+    for (const auto& shape : table_shapes)
+        for (const length_source& src : table_sources)
+            register_distribution(src, shape[0], shape[1]);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

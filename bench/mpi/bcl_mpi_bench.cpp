@@ -1,0 +1,851 @@
+// bcl-mpi-bench: the simulator's claim checked on real processes. Every MPI rank draws its own
+// record stream (the same distributions, cost models and `file:` sharding as bcl-sim), batches it
+// under each policy in turn and, for every batch, "computes" for a time proportional to the
+// batch's true cost (a sleep until a steady-clock deadline) before it joins an allreduce, the way
+// a data-parallel trainer joins its gradient all-reduce. A step therefore lasts as long as its
+// slowest rank, in wall-clock time. Rank 0 reports the measured time per step, the measured
+// speedup against `none`, and the speedup bcl-sim's metrics predict from the very same per-rank
+// batch costs (gathered to rank 0).
+//
+//   mpirun -np 4 --oversubscribe build/bin/bcl-mpi-bench
+//       --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt --steps 60
+//
+// Ranks sleep rather than spin while they "compute", so more ranks than cores is fine.
+// Exit codes, the same on every rank: 0 success, 2 bad input on any rank (flags, distribution,
+// cost model, workload file), 1 anything else (a rank that breaks mid-run aborts the whole job).
+// See docs/mpi.md.
+
+#include "simulator.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <bcl/balance.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <fmt/format.h>
+#include <iterator>
+#include <memory>
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr std::string_view program = "bcl-mpi-bench";
+
+/// The policies this bench runs: the reference and bcl's two rank-local policies.
+constexpr std::string_view known_policies[] = {"none", "tumbling", "sliding"};
+
+/// Outcome of the set-up phase on one rank. Ordered so that the maximum over ranks is what every
+/// rank must do: any error beats a help request, which beats going on.
+enum class setup_status : int { ok = 0, help = 1, bad_input = 2 };
+
+struct bench_config {
+    std::string dist_text = "lognormal:mu=6,sigma=1";
+    std::string cost_text = "affine"; // a=0, b=1, c=1/24576 unless given
+    std::string policy_text = "none,tumbling,sliding";
+    std::string format = "table";
+    std::string wait_text = "poll";
+    std::size_t batch = 16;
+    std::size_t lookahead = 8;
+    std::size_t steps = 100;
+    std::size_t rounds = 3;
+    std::uint64_t seed = 1;
+    double step_ms = 20.0;
+
+    // Resolved from the text above.
+    bcl_sim::dist_spec dist = bcl_sim::lognormal_spec{};
+    bcl_sim::cost_model cost = bcl_sim::default_cost();
+    std::vector<std::string> policies; ///< none first, no duplicates
+    std::optional<std::size_t> dataset_records;
+};
+
+/// A record as a rank's balancer sees it: which record, and what the rank spends on it.
+struct bench_record {
+    std::uint64_t id = 0; ///< global id, index * R + rank (as in bcl-sim)
+    double cost = 0.0;    ///< true cost under the cost model
+};
+
+/// The balancers' estimate: the true cost. The bench measures what balancing can buy when the
+/// cost model is right; how good a cost model is, is a question for the trainer.
+struct true_cost {
+    [[nodiscard]] double operator()(const bench_record& r) const noexcept { return r.cost; }
+};
+
+/// A record's term in an order-independent checksum of a multiset of records (sum mod 2^64). The
+/// batches a policy emits must sum to the input's: a record lost or emitted twice shows, with
+/// overwhelming probability, since mix64 scatters ids over all 64 bits.
+[[nodiscard]] std::uint64_t id_term(const bench_record& r) noexcept {
+    return bcl_sim::mix64(r.id);
+}
+
+/// One batch as the timed loop sees it.
+struct batch_info {
+    double cost = 0.0;        ///< sum of its records' true costs
+    std::size_t records = 0;  ///< how many records
+    std::uint64_t id_sum = 0; ///< sum of id_term over its records
+};
+
+/// Adds a batch's records to `info`.
+template <class Records>
+void tally(batch_info& info, const Records& records) noexcept {
+    for (const bench_record& r : records) {
+        info.cost += r.cost;
+        info.id_sum += id_term(r);
+        ++info.records;
+    }
+}
+
+/// Everything one rank needs for the timed runs.
+struct rank_setup {
+    bench_config cfg;
+    std::vector<bench_record> records;  ///< this rank's stream: steps * B records
+    double cost_sum = 0.0;              ///< of `records`
+    std::uint64_t id_sum = 0;           ///< of `records`, see id_term()
+    std::uint64_t lengths_checksum = 0; ///< of the workload file, for `file:`
+};
+
+/// One policy's run as seen by one rank.
+struct rank_run {
+    double wall_s = 0.0;
+    std::vector<double> batch_costs; ///< true cost of each batch this rank processed
+    std::uint64_t records = 0;       ///< records in those batches
+    std::uint64_t id_sum = 0;        ///< of those records, see id_term()
+    bool short_batch = false;        ///< a batch with fewer than B records
+};
+
+/// One policy's result on rank 0.
+struct policy_report {
+    std::string name;
+    double wall_s = 0.0;             ///< the median round's
+    std::vector<double> round_walls; ///< wall time of each round, in order
+    double mean_step_ms = 0.0;
+    double predicted_step_ms = 0.0;
+    double predicted_efficiency = 0.0;
+    double measured_speedup = 0.0;
+    double predicted_speedup = 0.0;
+    std::int64_t batches_min = 0;
+    std::int64_t batches_max = 0;
+    bool contract_ok = true; ///< every batch had B records, every record came out once
+};
+
+/// FNV-1a over bytes, to compare settings across ranks without sending them.
+class fingerprint {
+public:
+    void add(std::string_view text) noexcept {
+        for (const char c : text)
+            add_byte(static_cast<unsigned char>(c));
+        add_byte(0); // so that "ab","c" differs from "a","bc"
+    }
+    void add(double x) noexcept { add(fmt::format("{}", x)); }
+    void add(std::uint64_t x) noexcept { add(fmt::format("{}", x)); }
+    [[nodiscard]] std::uint64_t value() const noexcept { return m_hash; }
+
+private:
+    void add_byte(unsigned char b) noexcept { m_hash = (m_hash ^ b) * 0x100000001b3ULL; }
+    std::uint64_t m_hash = 0xcbf29ce484222325ULL;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Set-up: parse and validate on every rank, then agree before anything else is collective.
+// ---------------------------------------------------------------------------------------------
+
+std::vector<std::string> parse_policy_list(std::string_view text) {
+    std::vector<std::string> out{"none"}; // the reference always runs, first
+    std::string_view rest = text;
+    for (;;) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view name = bcl_sim::detail::trim(rest.substr(0, comma));
+        if (name.empty())
+            throw bcl_sim::input_error(fmt::format("--policy {}: empty policy name", text));
+        if (std::find(std::begin(known_policies), std::end(known_policies), name) ==
+            std::end(known_policies))
+            throw bcl_sim::input_error(fmt::format(
+                "--policy: unknown policy '{}' (expected some of none,tumbling,sliding)", name));
+        if (std::find(out.begin(), out.end(), name) == out.end())
+            out.emplace_back(name);
+        if (comma == std::string_view::npos)
+            break;
+        rest.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+void validate_numbers(const bench_config& cfg) {
+    const auto positive = [](std::size_t v, std::string_view flag) {
+        if (v == 0)
+            throw bcl_sim::input_error(fmt::format("{} must be at least 1", flag));
+    };
+    positive(cfg.batch, "--batch");
+    positive(cfg.lookahead, "--lookahead");
+    positive(cfg.steps, "--steps");
+    positive(cfg.rounds, "--rounds");
+    // Every rank holds its whole stream (steps * B records of 16 bytes) in memory up front.
+    if (cfg.steps > (std::size_t{1} << 26) / cfg.batch)
+        throw bcl_sim::input_error(
+            fmt::format("--steps * --batch = {} * {} is more than 2^26 records per rank", cfg.steps,
+                        cfg.batch));
+    if (!(cfg.step_ms > 0.0 && cfg.step_ms <= 60'000.0))
+        throw bcl_sim::input_error(
+            fmt::format("--step-ms must be > 0 and at most 60000 (got {})", cfg.step_ms));
+    try {
+        bcl::validate(bcl::options{.batch_size = cfg.batch, .lookahead = cfg.lookahead});
+    } catch (const bcl::error& e) {
+        throw bcl_sim::input_error(e.what());
+    }
+}
+
+/// The context bcl-sim's helpers take: this run's shape and this rank's stream.
+bcl_sim::sim_context make_context(const bench_config& cfg, int ranks,
+                                  bcl_sim::record_source* source) {
+    // Member by member: the simulator's context may grow fields the bench has no use for.
+    bcl_sim::sim_context ctx;
+    ctx.ranks = static_cast<std::size_t>(ranks);
+    ctx.batch = cfg.batch;
+    ctx.lookahead = cfg.lookahead;
+    ctx.seed = cfg.seed;
+    ctx.cost = cfg.cost;
+    ctx.source = source;
+    return ctx;
+}
+
+/// Draws this rank's steps * B records, exactly as bcl-sim's rank `rank` of `ranks` reads them:
+/// its own seeded stream for a synthetic distribution; for `file:`, each epoch a seeded shuffle
+/// of the whole file dealt strided over the ranks (PyTorch's DistributedSampler).
+void draw_records(rank_setup& setup, int rank, int ranks) {
+    const bench_config& cfg = setup.cfg;
+    std::unique_ptr<bcl_sim::record_source> source;
+    if (const auto* file = std::get_if<bcl_sim::file_spec>(&cfg.dist)) {
+        auto lengths =
+            std::make_shared<const std::vector<double>>(bcl_sim::load_lengths(file->path));
+        setup.cfg.dataset_records = lengths->size();
+        fingerprint f;
+        for (const double x : *lengths)
+            f.add(x);
+        setup.lengths_checksum = f.value();
+        source = std::make_unique<bcl_sim::file_source>(std::move(lengths),
+                                                        static_cast<std::size_t>(ranks), cfg.seed);
+    } else {
+        source = std::make_unique<bcl_sim::synthetic_source>(
+            cfg.dist, static_cast<std::size_t>(ranks), cfg.seed);
+    }
+    const bcl_sim::sim_context ctx = make_context(cfg, ranks, source.get());
+    const std::size_t n = cfg.steps * cfg.batch;
+    setup.records.clear();
+    setup.records.reserve(n);
+    setup.cost_sum = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        // fetch() rejects a non-finite or negative cost, naming the record.
+        const bcl_sim::sample x = bcl_sim::fetch(ctx, static_cast<std::size_t>(rank), i);
+        setup.records.push_back(bench_record{x.id, x.cost});
+        setup.cost_sum += x.cost;
+        setup.id_sum += id_term(setup.records.back());
+    }
+}
+
+/// Parses the flags and draws the stream. Never throws and never communicates: whatever goes
+/// wrong on this rank becomes a status and a message, to be shared with the others.
+setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup& setup,
+                         std::string& message) {
+    bench_config& cfg = setup.cfg;
+    CLI::App app{"bcl-mpi-bench: real MPI ranks that sleep for their batch's cost and meet in an "
+                 "allreduce every step; wall-clock speedup of bcl's policies against none, next "
+                 "to the speedup bcl-sim predicts for the same batches. Run it under mpirun."};
+    app.add_option("--dist", cfg.dist_text,
+                   "record lengths: lognormal:mu=6,sigma=1 | pareto:xm=100,alpha=1.5 | "
+                   "bimodal:short=512,long=4096,p=0.25,sigma=0.3 | uniform:lo=1,hi=4096 | "
+                   "file:PATH (one length per line, sharded over the ranks)")
+        ->capture_default_str();
+    app.add_option("--cost", cfg.cost_text,
+                   "cost of a record of length L: affine:a=..,b=..,c=.. is a + b*L + c*L^2 "
+                   "(default L + L^2/24576, a 7B-model FLOPs proxy)")
+        ->capture_default_str();
+    app.add_option("--batch", cfg.batch, "B, records per rank per step")->capture_default_str();
+    app.add_option("--lookahead", cfg.lookahead, "K, batches per bcl window")
+        ->capture_default_str();
+    app.add_option("--steps", cfg.steps,
+                   "steps per policy; each rank draws steps * B records, so every policy "
+                   "processes exactly the same records")
+        ->capture_default_str();
+    app.add_option("--rounds", cfg.rounds,
+                   "run every policy this many times, alternating; wall times are the median "
+                   "round's (3 or more shrug off a busy moment on a shared machine)")
+        ->capture_default_str();
+    app.add_option("--seed", cfg.seed, "seed of every random choice")->capture_default_str();
+    app.add_option("--policy", cfg.policy_text,
+                   "comma list of none, tumbling, sliding; none always runs first (the reference)")
+        ->capture_default_str();
+    app.add_option("--step-ms", cfg.step_ms,
+                   "milliseconds a batch of mean cost takes; a batch of cost c sleeps "
+                   "c / (mean batch cost) * step-ms")
+        ->capture_default_str();
+    app.add_option("--wait", cfg.wait_text,
+                   "how ranks wait in the allreduce: poll (MPI_Iallreduce, then MPI_Test every "
+                   "50 us with sleeps between: no core is burnt waiting, so more ranks than "
+                   "cores is fine) or block (MPI_Allreduce, which usually spins; at most one "
+                   "rank per core)")
+        ->check(CLI::IsMember({"poll", "block"}))
+        ->capture_default_str();
+    app.add_option("--format", cfg.format, "output format")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+            message = app.help();
+            return setup_status::help;
+        }
+        message = fmt::format("{} (run '{} --help' for the flags)", e.what(), program);
+        return setup_status::bad_input;
+    }
+
+    try {
+        cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
+        cfg.cost = bcl_sim::parse_cost(cfg.cost_text);
+        cfg.policies = parse_policy_list(cfg.policy_text);
+        validate_numbers(cfg);
+        draw_records(setup, rank, ranks);
+        return setup_status::ok;
+    } catch (const bcl_sim::input_error& e) {
+        message = e.what();
+    } catch (const bcl::error& e) {
+        message = e.what();
+    } catch (const std::exception& e) {
+        message = fmt::format("while setting up: {}", e.what());
+    }
+    return setup_status::bad_input;
+}
+
+/// The median; the mean of the two middle values for an even count. `values` is not empty.
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+/// "0-3,5,7-8" for a sorted list of ranks.
+std::string rank_ranges(const std::vector<int>& ranks) {
+    std::string out;
+    for (std::size_t i = 0; i < ranks.size();) {
+        std::size_t j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+            ++j;
+        if (!out.empty())
+            out += ',';
+        out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
+/// Collective: every rank passes its status and message. Returns the status all ranks must act
+/// on (the worst one). On bad input, rank 0 prints every distinct message once, with the ranks
+/// that hit it; on a help request, rank 0 prints the help.
+setup_status agree(setup_status mine, const std::string& message, int rank, int ranks) {
+    int worst = static_cast<int>(mine);
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    const auto status = static_cast<setup_status>(worst);
+    if (status == setup_status::ok)
+        return status;
+    if (status == setup_status::help) {
+        if (rank == 0)
+            fmt::print("{}", message);
+        return status;
+    }
+
+    // Gather the error messages to rank 0 (an empty one from ranks without an error).
+    constexpr std::size_t max_message = 4096;
+    const std::string mine_text =
+        mine == setup_status::bad_input ? message.substr(0, max_message) : std::string{};
+    int length = static_cast<int>(mine_text.size());
+    std::vector<int> lengths(rank == 0 ? static_cast<std::size_t>(ranks) : 0);
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<int> offsets(lengths.size());
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < lengths.size(); ++r) {
+        offsets[r] = static_cast<int>(total);
+        total += static_cast<std::size_t>(lengths[r]);
+    }
+    std::string all(total, '\0');
+    MPI_Gatherv(mine_text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank != 0)
+        return status;
+
+    // Same message on several ranks (the usual case: same flags everywhere) is printed once.
+    std::vector<std::pair<std::string, std::vector<int>>> distinct;
+    for (std::size_t r = 0; r < lengths.size(); ++r) {
+        if (lengths[r] == 0)
+            continue;
+        std::string text =
+            all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r]));
+        auto it = std::find_if(distinct.begin(), distinct.end(),
+                               [&](const auto& d) { return d.first == text; });
+        if (it == distinct.end())
+            distinct.emplace_back(std::move(text), std::vector<int>{static_cast<int>(r)});
+        else
+            it->second.push_back(static_cast<int>(r));
+    }
+    for (const auto& [text, where] : distinct)
+        fmt::print(stderr, "{}: error on rank{} {} of {}: {}\n", program,
+                   where.size() == 1 ? "" : "s", rank_ranges(where), ranks, text);
+    fmt::print(stderr, "{}: every rank stops (exit code 2)\n", program);
+    std::fflush(stderr);
+    return status;
+}
+
+/// Collective: checks that every rank runs the same experiment (same flags, and for `file:` a
+/// file with the same lengths, wherever each machine keeps it). Ranks started with different
+/// settings would still meet every step, but the comparison would be meaningless, or they would
+/// disagree on the batch count. On a mismatch rank 0 says so and every rank returns false.
+bool same_settings_everywhere(const rank_setup& setup, int rank) {
+    const bench_config& cfg = setup.cfg;
+    fingerprint f;
+    if (std::holds_alternative<bcl_sim::file_spec>(cfg.dist)) {
+        f.add(std::string_view("file"));
+        f.add(std::uint64_t{cfg.dataset_records.value_or(0)});
+        f.add(setup.lengths_checksum);
+    } else {
+        f.add(bcl_sim::describe(cfg.dist));
+    }
+    f.add(bcl_sim::describe(cfg.cost));
+    f.add(std::uint64_t{cfg.batch});
+    f.add(std::uint64_t{cfg.lookahead});
+    f.add(std::uint64_t{cfg.steps});
+    f.add(std::uint64_t{cfg.rounds});
+    f.add(cfg.seed);
+    f.add(cfg.step_ms);
+    for (const std::string& p : cfg.policies)
+        f.add(p);
+    f.add(cfg.format);
+    f.add(cfg.wait_text);
+    // max of (h, ~h) gives the largest and the smallest h in one allreduce.
+    std::uint64_t range[2] = {f.value(), ~f.value()};
+    MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (range[0] == ~range[1])
+        return true;
+    if (rank == 0)
+        fmt::print(stderr,
+                   "{}: error: the ranks were not given the same settings (flags, or a workload "
+                   "file with the same lengths); every rank stops (exit code 2)\n",
+                   program);
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The timed runs.
+// ---------------------------------------------------------------------------------------------
+
+/// How a rank waits for the others in the step's allreduce.
+enum class wait_mode {
+    /// MPI_Iallreduce, then MPI_Test every poll_interval with a sleep in between. The waiting
+    /// ranks leave the cores to the ranks still "computing", so more ranks than cores (or a
+    /// shared machine) adds the same small delay to every policy rather than delaying the
+    /// slowest rank's wake-up by however long the others have been spinning.
+    poll,
+    /// A plain blocking MPI_Allreduce, as most trainers call it. MPI libraries usually spin
+    /// inside it; use this with at most one rank per core.
+    block,
+};
+
+/// Between two MPI_Test calls in wait_mode::poll: short against a step of milliseconds, long
+/// enough that a waiting rank uses next to no CPU.
+constexpr std::chrono::microseconds poll_interval{50};
+
+/// In-place sum over all ranks of two doubles, waiting as `wait` says.
+void allreduce_sum(double (&values)[2], wait_mode wait) {
+    if (wait == wait_mode::block) {
+        MPI_Allreduce(MPI_IN_PLACE, values, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        return;
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallreduce(MPI_IN_PLACE, values, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+    for (;;) {
+        int done = 0;
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (done != 0)
+            return;
+        std::this_thread::sleep_for(poll_interval);
+    }
+}
+
+/// What every step needs to know, the same on every rank but `rank`.
+struct timing {
+    double ms_per_cost = 0.0; ///< milliseconds a rank sleeps per unit of batch cost
+    wait_mode wait = wait_mode::poll;
+    std::size_t batch_size = 0;
+    int rank = 0;
+    int ranks = 1;
+};
+
+/// Runs steps until every rank has run out of batches. `next_batch()` yields the next batch's
+/// batch_info, or nothing at the end. Each step: take the batch, sleep until
+/// (now + cost * ms_per_cost), then an allreduce that stands in for the gradient all-reduce. Its
+/// payload says how many ranks had a batch, so a rank that runs out early (or late) stops every
+/// rank in the same step instead of leaving the others waiting forever.
+///
+/// The deadline is set once the batch is in hand, so any time the policy itself spends choosing
+/// the batch is added to the step, never hidden in it.
+template <class NextBatch>
+rank_run timed_run(NextBatch&& next_batch, const timing& t) {
+    rank_run out;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const clock_type::time_point start = clock_type::now();
+    for (;;) {
+        const std::optional<batch_info> batch = next_batch();
+        if (batch) {
+            const std::chrono::duration<double, std::milli> busy(batch->cost * t.ms_per_cost);
+            std::this_thread::sleep_until(clock_type::now() +
+                                          std::chrono::duration_cast<clock_type::duration>(busy));
+            out.batch_costs.push_back(batch->cost);
+            out.records += batch->records;
+            out.id_sum += batch->id_sum;
+            out.short_batch = out.short_batch || batch->records != t.batch_size;
+        }
+        // [ranks that had a batch, sum of their costs]: small on purpose, so the step time is the
+        // wait for the slowest rank and not the size of a gradient.
+        double payload[2] = {batch ? 1.0 : 0.0, batch ? batch->cost : 0.0};
+        allreduce_sum(payload, t.wait);
+        const long with_batch = std::lround(payload[0]);
+        if (with_batch == 0)
+            break;
+        if (with_batch != t.ranks)
+            break; // some ranks ran out before others: their counts differ, run_policy reports it
+    }
+    out.wall_s = std::chrono::duration<double>(clock_type::now() - start).count();
+    return out;
+}
+
+/// `none`: consecutive batches of B records in stream order (DistributedSampler + DataLoader).
+rank_run run_none(const rank_setup& setup, const timing& t) {
+    const std::vector<bench_record>& recs = setup.records;
+    const std::size_t b = setup.cfg.batch;
+    std::size_t next = 0;
+    auto next_batch = [&]() -> std::optional<batch_info> {
+        if (next >= recs.size())
+            return std::nullopt;
+        const std::size_t end = std::min(recs.size(), next + b);
+        batch_info info;
+        tally(info, std::span<const bench_record>(recs).subspan(next, end - next));
+        next = end;
+        return info;
+    };
+    return timed_run(next_batch, t);
+}
+
+/// A bcl policy: the rank's stream through bcl::balance, exactly as a training loop uses it, with
+/// the options bcl-sim gives this rank (its seed, bcl's defaults otherwise).
+rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy, const timing& t) {
+    const bcl_sim::sim_context ctx = make_context(setup.cfg, t.ranks, nullptr);
+    const bcl::options opt = bcl_sim::bcl_options(ctx, static_cast<std::size_t>(t.rank), policy);
+    std::vector<bench_record> stream = setup.records; // every policy reads a fresh copy
+    auto batches = bcl::balance(std::move(stream), true_cost{}, opt);
+    // begin() already pulls the first batch, so it is called inside the first timed step.
+    std::optional<decltype(batches.begin())> it;
+    auto next_batch = [&]() -> std::optional<batch_info> {
+        if (!it)
+            it = batches.begin();
+        else
+            ++*it;
+        if (*it == batches.end())
+            return std::nullopt;
+        batch_info info;
+        tally(info, **it);
+        return info;
+    };
+    return timed_run(next_batch, t);
+}
+
+bcl::lookahead_policy to_bcl_policy(std::string_view name) {
+    return name == "sliding" ? bcl::lookahead_policy::sliding : bcl::lookahead_policy::tumbling;
+}
+
+/// Collective: one policy's run on every rank, its checks and, on rank 0, its report (the
+/// speedups are filled in later, against none).
+policy_report run_policy(const rank_setup& setup, std::string_view name, const timing& t) {
+    const int rank = t.rank;
+    const int ranks = t.ranks;
+    rank_run run;
+    try {
+        run = name == "none" ? run_none(setup, t) : run_bcl(setup, to_bcl_policy(name), t);
+    } catch (const std::exception& e) {
+        // The other ranks are inside an allreduce by now and cannot be told politely.
+        fmt::print(stderr, "{}: rank {}: error during the {} run: {}; aborting every rank\n",
+                   program, rank, name, e.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    // The contract checks: the same batch count on every rank, every batch full, every record out
+    // exactly once (the count and the id checksum of the emitted records match the input's).
+    const auto batches = static_cast<long long>(run.batch_costs.size());
+    const bool flawed =
+        run.short_batch || run.records != setup.records.size() || run.id_sum != setup.id_sum;
+    long long checks[3] = {batches, -batches, flawed ? 1 : 0};
+    MPI_Allreduce(MPI_IN_PLACE, checks, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+
+    policy_report rep;
+    rep.name = std::string(name);
+    rep.batches_max = checks[0];
+    rep.batches_min = -checks[1];
+    rep.contract_ok = checks[2] == 0;
+
+    double wall = run.wall_s; // the slowest rank's clock; they differ by one allreduce at most
+    MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &wall, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    rep.wall_s = wall;
+    // Decided on all-reduced values only, so every rank takes the same branch.
+    if (rep.batches_min != rep.batches_max)
+        return rep; // nothing to gather: the caller stops every rank
+
+    // The prediction from the very same batches: gather every rank's per-step costs.
+    const std::size_t steps = run.batch_costs.size();
+    std::vector<double> by_rank(rank == 0 ? steps * static_cast<std::size_t>(ranks) : 0);
+    MPI_Gather(run.batch_costs.data(), static_cast<int>(steps), MPI_DOUBLE, by_rank.data(),
+               static_cast<int>(steps), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0 && steps > 0) {
+        const auto R = static_cast<std::size_t>(ranks);
+        std::vector<double> step_major(steps * R); // costs[s * R + r], as bcl-sim's metrics take
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t s = 0; s < steps; ++s)
+                step_major[s * R + r] = by_rank[r * steps + s];
+        const bcl_sim::step_metrics m = bcl_sim::compute_metrics(step_major, R);
+        rep.predicted_step_ms = m.mean_step_time * t.ms_per_cost;
+        rep.predicted_efficiency = m.efficiency;
+    }
+    return rep;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output (rank 0).
+// ---------------------------------------------------------------------------------------------
+
+struct run_context {
+    int ranks = 0;
+    double mean_batch_cost = 0.0;
+    double ms_per_cost = 0.0;
+    std::string mpi_library;
+};
+
+nlohmann::ordered_json config_json(const bench_config& cfg, const run_context& run) {
+    nlohmann::ordered_json dist = {{"spec", cfg.dist_text},
+                                   {"kind", std::string(bcl_sim::dist_name(cfg.dist))},
+                                   {"resolved", bcl_sim::describe(cfg.dist)}};
+    if (const auto* file = std::get_if<bcl_sim::file_spec>(&cfg.dist))
+        dist["path"] = file->path;
+    if (cfg.dataset_records)
+        dist["records"] = *cfg.dataset_records;
+    return {{"dist", dist},
+            {"cost",
+             {{"spec", bcl_sim::describe(cfg.cost)},
+              {"a", cfg.cost.a},
+              {"b", cfg.cost.b},
+              {"c", cfg.cost.c}}},
+            {"ranks", run.ranks},
+            {"batch", cfg.batch},
+            {"lookahead", cfg.lookahead},
+            {"steps", cfg.steps},
+            {"rounds", cfg.rounds},
+            {"seed", cfg.seed},
+            {"policies", cfg.policies},
+            {"step_ms", cfg.step_ms},
+            {"wait", cfg.wait_text},
+            {"mean_batch_cost", run.mean_batch_cost},
+            {"ms_per_cost_unit", run.ms_per_cost},
+            {"format", cfg.format},
+            {"mpi_library", run.mpi_library}};
+}
+
+void print_json(const bench_config& cfg, const run_context& run,
+                const std::vector<policy_report>& reports) {
+    nlohmann::ordered_json out;
+    out["config"] = config_json(cfg, run);
+    out["policies"] = nlohmann::ordered_json::array();
+    for (const policy_report& p : reports)
+        out["policies"].push_back({{"policy", p.name},
+                                   {"wall_s", p.wall_s},
+                                   {"wall_s_rounds", p.round_walls},
+                                   {"mean_step_ms", p.mean_step_ms},
+                                   {"measured_speedup_vs_none", p.measured_speedup},
+                                   {"predicted_speedup_vs_none", p.predicted_speedup},
+                                   {"predicted_step_ms", p.predicted_step_ms},
+                                   {"overhead_ms_per_step", p.mean_step_ms - p.predicted_step_ms},
+                                   {"predicted_efficiency", p.predicted_efficiency},
+                                   {"batches", p.batches_max},
+                                   {"batches_min", p.batches_min},
+                                   {"batches_max", p.batches_max},
+                                   {"same_batch_count", p.batches_min == p.batches_max},
+                                   {"contract_ok", p.contract_ok}});
+    fmt::print("{}\n", out.dump(2));
+}
+
+void print_table(const bench_config& cfg, const run_context& run,
+                 const std::vector<policy_report>& reports) {
+    fmt::print("{}  dist {}", program, bcl_sim::describe(cfg.dist));
+    if (cfg.dataset_records)
+        fmt::print(" ({} lengths, sharded over the ranks)", *cfg.dataset_records);
+    fmt::print("\n{:>15}cost {} (a + b*L + c*L^2)\n", "", bcl_sim::describe(cfg.cost));
+    fmt::print("{:>15}R={} MPI ranks, B={}, K={}, {} steps per policy, seed {}", "", run.ranks,
+               cfg.batch, cfg.lookahead, cfg.steps, cfg.seed);
+    if (cfg.rounds > 1)
+        fmt::print(", {} rounds (median shown)", cfg.rounds);
+    fmt::print("\n{:>15}a batch of mean cost ({:.1f}) sleeps {} ms, wait {}; {}\n\n", "",
+               run.mean_batch_cost, cfg.step_ms, cfg.wait_text, run.mpi_library);
+    fmt::print("{:<10}{:>9}{:>9}{:>10}{:>10}{:>10}{:>10}{:>11}{:>6}\n", "policy", "batches",
+               "wall_s", "step_ms", "pred_ms", "overhead", "speedup", "predicted", "same");
+    for (const policy_report& p : reports)
+        fmt::print("{:<10}{:>9}{:>9.3f}{:>10.2f}{:>10.2f}{:>10.2f}{:>10.3f}{:>11.3f}{:>6}\n",
+                   p.name, p.batches_max, p.wall_s, p.mean_step_ms, p.predicted_step_ms,
+                   p.mean_step_ms - p.predicted_step_ms, p.measured_speedup, p.predicted_speedup,
+                   p.batches_min == p.batches_max ? "yes" : "NO");
+    fmt::print("\nstep_ms: measured wall time per step (slowest rank); pred_ms: mean over steps of "
+               "the costliest rank's\nbatch, from the gathered batch costs; overhead: the "
+               "difference (allreduce, wake-up latency);\nspeedup / predicted: none's step time "
+               "over the policy's, measured / from the same batch costs.\n");
+    // The overhead is about the same per step for every policy, so it pulls the measured
+    // speedups toward 1 by roughly overhead / step: say so when that is no longer small.
+    const policy_report& none = reports.front();
+    if (none.predicted_step_ms > 0.0 &&
+        none.mean_step_ms - none.predicted_step_ms > 0.05 * none.predicted_step_ms)
+        fmt::print("\nnote: the overhead is {:.0f}% of none's step; it is about the same for every "
+                   "policy, so the measured\nspeedups read low by about that much. A larger "
+                   "--step-ms makes it smaller.\n",
+                   100.0 * (none.mean_step_ms - none.predicted_step_ms) / none.predicted_step_ms);
+}
+
+std::string mpi_library_version() {
+    std::string text(MPI_MAX_LIBRARY_VERSION_STRING, '\0');
+    int length = 0;
+    MPI_Get_library_version(text.data(), &length);
+    text.resize(static_cast<std::size_t>(std::max(length, 0)));
+    const std::size_t cut = text.find_first_of(",\n");
+    return std::string(bcl_sim::detail::trim(text.substr(0, cut)));
+}
+
+int run(int argc, char** argv) {
+    int rank = 0;
+    int ranks = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+
+    // 1. Every rank validates everything it was given and draws its stream, on its own; then they
+    //    agree. Nothing collective happens before this point, so bad input on one rank cannot
+    //    leave the others waiting.
+    rank_setup setup;
+    std::string message;
+    const setup_status mine = local_setup(argc, argv, rank, ranks, setup, message);
+    switch (agree(mine, message, rank, ranks)) {
+    case setup_status::ok:
+        break;
+    case setup_status::help:
+        return 0;
+    case setup_status::bad_input:
+        return 2;
+    }
+    const bench_config& cfg = setup.cfg;
+    if (!same_settings_everywhere(setup, rank))
+        return 2;
+
+    // 2. The time scale, the same on every rank: a batch of the mean cost over all ranks' records
+    //    sleeps step-ms. Every policy processes exactly these records, so the total work, and
+    //    the ideal step time, is the same for all of them.
+    double totals[2] = {setup.cost_sum, static_cast<double>(setup.records.size())};
+    MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    run_context ctx;
+    ctx.ranks = ranks;
+    ctx.mean_batch_cost = totals[0] / totals[1] * static_cast<double>(cfg.batch);
+    if (!(ctx.mean_batch_cost > 0.0 && std::isfinite(ctx.mean_batch_cost))) {
+        if (rank == 0)
+            fmt::print(stderr,
+                       "{}: error: the mean batch cost over all ranks is {}; every record costs "
+                       "nothing under --cost {}, so there is nothing to time (exit code 2)\n",
+                       program, ctx.mean_batch_cost, bcl_sim::describe(cfg.cost));
+        return 2;
+    }
+    ctx.ms_per_cost = cfg.step_ms / ctx.mean_batch_cost;
+    ctx.mpi_library = mpi_library_version();
+    const timing clock{.ms_per_cost = ctx.ms_per_cost,
+                       .wait = cfg.wait_text == "block" ? wait_mode::block : wait_mode::poll,
+                       .batch_size = cfg.batch,
+                       .rank = rank,
+                       .ranks = ranks};
+
+    // 3. The policies back to back, none first; all of them again in every further round. A
+    //    round replays the same batches (same records, options and seeds), so rounds differ only
+    //    in what the machine was doing meanwhile, and the median round discards a disturbed one.
+    std::vector<policy_report> reports;
+    for (std::size_t round = 0; round < cfg.rounds; ++round)
+        for (std::size_t i = 0; i < cfg.policies.size(); ++i) {
+            const std::string& name = cfg.policies[i];
+            policy_report rep = run_policy(setup, name, clock);
+            if (rep.batches_min != rep.batches_max) {
+                if (rank == 0)
+                    fmt::print(stderr,
+                               "{}: error: policy {} gave between {} and {} batches across the "
+                               "ranks; a real trainer would hang here (exit code 1)\n",
+                               program, name, rep.batches_min, rep.batches_max);
+                return 1;
+            }
+            if (round == 0) {
+                rep.round_walls.push_back(rep.wall_s);
+                reports.push_back(std::move(rep));
+            } else {
+                reports[i].round_walls.push_back(rep.wall_s);
+                reports[i].contract_ok = reports[i].contract_ok && rep.contract_ok;
+            }
+        }
+    if (rank == 0) {
+        for (policy_report& p : reports) {
+            p.wall_s = median(p.round_walls);
+            p.mean_step_ms = 1000.0 * p.wall_s / static_cast<double>(p.batches_max);
+        }
+        const policy_report& none = reports.front();
+        for (policy_report& p : reports) {
+            p.measured_speedup = p.wall_s > 0.0 ? none.wall_s / p.wall_s : 0.0;
+            p.predicted_speedup =
+                bcl_sim::speedup(p.predicted_efficiency, none.predicted_efficiency);
+        }
+        if (cfg.format == "json")
+            print_json(cfg, ctx, reports);
+        else
+            print_table(cfg, ctx, reports);
+        std::fflush(stdout);
+    }
+    // Every rank holds the same (all-reduced) verdict, so every rank exits the same way.
+    int code = 0;
+    for (const policy_report& p : reports)
+        if (!p.contract_ok) {
+            if (rank == 0)
+                fmt::print(stderr,
+                           "{}: error: policy {} emitted a short batch, or lost or duplicated a "
+                           "record, on some rank (exit code 1)\n",
+                           program, p.name);
+            code = 1;
+        }
+    return code;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    const int code = run(argc, argv);
+    MPI_Finalize();
+    return code;
+}

@@ -1,0 +1,332 @@
+// bcl-sim: the multi-rank simulator. Shows, on a length distribution (synthetic or a file of real
+// lengths), how much of the idle time across R synchronous ranks bcl removes compared with the
+// batching policies in use today. The engine is simulator.hpp; this file is flags and output.
+//
+//   bcl-sim --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt
+//           --ranks 8 --batch 16 --lookahead 8 --steps 400
+//
+// Exit codes: 0 success, 2 bad input (flags, distribution, cost model, workload file) or a
+// bcl::error from a balancer (a record or a round that does not fit --memory-budget), 1 other.
+
+#include "simulator.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+using bcl_sim::policy_result;
+using bcl_sim::sim_config;
+using bcl_sim::sim_result;
+
+struct cli_options {
+    sim_config cfg;
+    std::string cost_text = "affine"; // a=0, b=1, c=1/24576 unless given
+    std::string policy_text;          // as given
+    std::string format = "table";
+    std::string trace;
+    std::string cap_text = "none";
+    std::string cap_action_text = "clip";
+};
+
+constexpr const char* metric_fields[] = {"efficiency",        "cv",
+                                         "cv_reduction",      "speedup_vs_none",
+                                         "p99_step_ratio",    "mean_gap_to_lb",
+                                         "max_delay_batches", "capped",
+                                         "peak_batch_tokens", "over_budget_batches"};
+
+nlohmann::ordered_json cap_json(const cli_options& opt, const sim_result& res) {
+    const bcl_sim::cap_spec& spec = opt.cfg.cap;
+    const bcl::cap_options& cap = res.cap;
+    nlohmann::ordered_json out = {{"spec", opt.cap_text},
+                                  {"kind", spec.kind == bcl::cap_kind::fixed      ? "fixed"
+                                           : spec.kind == bcl::cap_kind::quantile ? "quantile"
+                                                                                  : "none"},
+                                  {"action", std::string(bcl_sim::describe(cap.action))}};
+    out["tokens"] = spec.kind == bcl::cap_kind::fixed ? nlohmann::ordered_json(spec.tokens)
+                                                      : nlohmann::ordered_json(nullptr);
+    out["cost"] = spec.kind == bcl::cap_kind::fixed ? nlohmann::ordered_json(cap.value)
+                                                    : nlohmann::ordered_json(nullptr);
+    out["quantile"] = spec.kind == bcl::cap_kind::quantile ? nlohmann::ordered_json(cap.quantile)
+                                                           : nlohmann::ordered_json(nullptr);
+    out["warmup"] = spec.kind == bcl::cap_kind::quantile
+                        ? nlohmann::ordered_json(bcl::cap_warmup(cap))
+                        : nlohmann::ordered_json(nullptr);
+    return out;
+}
+
+nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res) {
+    const sim_config& cfg = opt.cfg;
+    nlohmann::ordered_json dist = {{"spec", cfg.dist_text},
+                                   {"kind", std::string(bcl_sim::dist_name(cfg.dist))},
+                                   {"resolved", bcl_sim::describe(cfg.dist)}};
+    if (const auto* file = std::get_if<bcl_sim::file_spec>(&cfg.dist))
+        dist["path"] = file->path;
+    if (res.dataset_records)
+        dist["records"] = *res.dataset_records;
+    dist["p99_length"] = res.p99_length;
+    dist["mean_length"] = res.mean_length;
+
+    nlohmann::ordered_json policies = nlohmann::ordered_json::array();
+    if (cfg.policies.empty())
+        for (const auto& e : bcl_sim::policy_table())
+            policies.push_back(std::string(e.name));
+    else
+        for (const auto& name : cfg.policies)
+            policies.push_back(name);
+
+    return {{"dist", dist},
+            {"cost",
+             {{"spec", bcl_sim::describe(cfg.cost)},
+              {"a", cfg.cost.a},
+              {"b", cfg.cost.b},
+              {"c", cfg.cost.c}}},
+            {"ranks", cfg.ranks},
+            {"batch", cfg.batch},
+            {"lookahead", cfg.lookahead},
+            {"steps", cfg.steps},
+            {"seed", cfg.seed},
+            {"policies", policies},
+            {"format", opt.format},
+            {"bin_tokens", res.bin_tokens},
+            {"bin_tokens_flag", cfg.bin_tokens},
+            {"oracle_max_ranks", cfg.oracle_max_ranks},
+            {"cap", cap_json(opt, res)},
+            {"memory_budget", cfg.memory_budget},
+            {"trace", opt.trace.empty() ? nlohmann::ordered_json(nullptr)
+                                        : nlohmann::ordered_json(opt.trace)}};
+}
+
+nlohmann::ordered_json policy_json(const policy_result& p) {
+    return {{"policy", p.name},
+            {"efficiency", p.metrics.efficiency},
+            {"cv", p.metrics.cv},
+            {"cv_reduction", p.cv_reduction},
+            {"speedup_vs_none", p.speedup_vs_none},
+            {"p99_step_ratio", p.metrics.p99_step_ratio},
+            {"mean_gap_to_lb", p.extras.mean_gap_to_lb
+                                   ? nlohmann::ordered_json(*p.extras.mean_gap_to_lb)
+                                   : nlohmann::ordered_json(nullptr)},
+            {"max_delay_batches", p.extras.max_delay_batches},
+            {"capped", p.extras.capped},
+            {"peak_batch_tokens", p.peak_batch_tokens},
+            {"over_budget_batches", p.over_budget_batches}};
+}
+
+void print_json(const cli_options& opt, const sim_result& res) {
+    nlohmann::ordered_json out;
+    out["config"] = config_json(opt, res);
+    out["policies"] = nlohmann::ordered_json::array();
+    for (const auto& p : res.policies)
+        out["policies"].push_back(policy_json(p));
+    out["skipped"] = nlohmann::ordered_json::array();
+    for (const auto& s : res.skipped)
+        out["skipped"].push_back({{"policy", s.name}, {"reason", s.reason}});
+    fmt::print("{}\n", out.dump(2));
+}
+
+void print_csv(const sim_result& res) {
+    fmt::print("policy");
+    for (const char* f : metric_fields)
+        fmt::print(",{}", f);
+    fmt::print("\n");
+    for (const auto& p : res.policies) {
+        fmt::print("{},{},{},{},{},{},{},{},{},{},{}\n", p.name, p.metrics.efficiency, p.metrics.cv,
+                   p.cv_reduction, p.speedup_vs_none, p.metrics.p99_step_ratio,
+                   p.extras.mean_gap_to_lb ? fmt::format("{}", *p.extras.mean_gap_to_lb) : "",
+                   p.extras.max_delay_batches, p.extras.capped, p.peak_batch_tokens,
+                   p.over_budget_batches);
+    }
+    for (const auto& s : res.skipped)
+        fmt::print(stderr, "bcl-sim: {}\n", s.reason);
+}
+
+// Prints `text` word-wrapped to 100 columns, later lines indented by two spaces.
+void print_wrapped(std::string_view text) {
+    std::size_t column = 0;
+    while (!text.empty()) {
+        const std::size_t space = text.find(' ');
+        const std::string_view word = text.substr(0, space);
+        text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+        if (column > 0 && column + 1 + word.size() > 100) {
+            fmt::print("\n  ");
+            column = 2;
+        } else if (column > 0) {
+            fmt::print(" ");
+            ++column;
+        }
+        fmt::print("{}", word);
+        column += word.size();
+    }
+    fmt::print("\n");
+}
+
+void print_table(const cli_options& opt, const sim_result& res) {
+    const sim_config& cfg = opt.cfg;
+    fmt::print("bcl-sim  dist {}", bcl_sim::describe(cfg.dist));
+    if (res.dataset_records)
+        fmt::print(" ({} lengths)", *res.dataset_records);
+    fmt::print(", mean length {:.0f}, p99 length {}\n", res.mean_length, res.p99_length);
+    fmt::print("         cost {} (a + b*L + c*L^2)\n", bcl_sim::describe(cfg.cost));
+    fmt::print("         R={} ranks, B={} records per rank per step, K={} lookahead, {} steps, "
+               "seed {}\n",
+               cfg.ranks, cfg.batch, cfg.lookahead, cfg.steps, cfg.seed);
+    if (cfg.cap.kind != bcl::cap_kind::none || cfg.memory_budget > 0.0) {
+        std::string line = "        ";
+        if (cfg.cap.kind == bcl::cap_kind::fixed)
+            line += fmt::format(" cap {} tokens (cost {}), {}", cfg.cap.tokens, res.cap.value,
+                                bcl_sim::describe(res.cap.action));
+        else if (cfg.cap.kind == bcl::cap_kind::quantile)
+            line += fmt::format(" cap {} of each rank's costs (after {} records), {}",
+                                bcl_sim::describe(cfg.cap), bcl::cap_warmup(res.cap),
+                                bcl_sim::describe(res.cap.action));
+        if (cfg.memory_budget > 0.0)
+            line += fmt::format("{} memory budget {} tokens per batch",
+                                cfg.cap.kind != bcl::cap_kind::none ? ";" : "", cfg.memory_budget);
+        fmt::print("{}\n", line);
+    }
+    fmt::print("\n{:<16}{:>11}{:>9}{:>8}{:>8}{:>10}{:>11}{:>7}{:>8}{:>10}{:>9}{:>9}\n", "policy",
+               "efficiency", "speedup", "cv", "cv_red", "p99/mean", "gap_to_lb", "delay", "capped",
+               "peak_tok", "over_bud", "time_s");
+    for (const auto& p : res.policies) {
+        const std::string gap =
+            p.extras.mean_gap_to_lb ? fmt::format("{:.2e}", *p.extras.mean_gap_to_lb) : "-";
+        fmt::print("{:<16}{:>11.4f}{:>9.3f}{:>8.3f}{:>8.3f}{:>10.3f}{:>11}{:>7}{:>8}{:>10.0f}{:>9}"
+                   "{:>9.2f}\n",
+                   p.name, p.metrics.efficiency, p.speedup_vs_none, p.metrics.cv, p.cv_reduction,
+                   p.metrics.p99_step_ratio, gap, p.extras.max_delay_batches, p.extras.capped,
+                   p.peak_batch_tokens, p.over_budget_batches, p.seconds);
+    }
+    bool header = false;
+    for (const auto& p : res.policies) {
+        if (p.extras.note.empty())
+            continue;
+        if (!header)
+            fmt::print("\n");
+        header = true;
+        print_wrapped(fmt::format("{}: {}", p.name, p.extras.note));
+    }
+    if (!res.skipped.empty())
+        fmt::print("\n");
+    for (const auto& s : res.skipped)
+        print_wrapped(s.reason);
+}
+
+// Long format, one row per (policy, step): the input of scripts/plot_sim.py.
+void write_trace(const std::string& path, const sim_result& res) {
+    std::ofstream out(path);
+    if (!out)
+        throw bcl_sim::input_error(fmt::format("--trace {}: cannot open for writing", path));
+    out << "policy,step,max_cost,mean_cost\n";
+    for (const auto& p : res.policies)
+        for (std::size_t s = 0; s < p.step_max.size(); ++s)
+            out << fmt::format("{},{},{},{}\n", p.name, s, p.step_max[s], p.step_mean[s]);
+    if (!out)
+        throw bcl_sim::input_error(fmt::format("--trace {}: write failed", path));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    cli_options opt;
+    sim_config& cfg = opt.cfg;
+    CLI::App app{"bcl-sim: simulate R synchronous data-parallel ranks and compare batching "
+                 "policies (efficiency = mean rank step cost / mean slowest-rank step cost)"};
+    app.add_option("--dist", cfg.dist_text,
+                   "record lengths: lognormal:mu=6,sigma=1 | pareto:xm=100,alpha=1.5 | "
+                   "bimodal:short=512,long=4096,p=0.25,sigma=0.3 | uniform:lo=1,hi=4096 | "
+                   "file:PATH (one length per line)")
+        ->capture_default_str();
+    app.add_option("--cost", opt.cost_text,
+                   "cost of a record of length L: affine:a=..,b=..,c=.. is a + b*L + c*L^2 "
+                   "(default L + L^2/24576, a 7B-model FLOPs proxy)")
+        ->capture_default_str();
+    app.add_option("--ranks", cfg.ranks, "R, data-parallel ranks")->capture_default_str();
+    app.add_option("--batch", cfg.batch, "B, records per rank per step")->capture_default_str();
+    app.add_option("--lookahead", cfg.lookahead, "K, batches per bcl window")
+        ->capture_default_str();
+    app.add_option("--steps", cfg.steps, "steps to simulate")->capture_default_str();
+    app.add_option("--seed", cfg.seed, "seed of every random choice")->capture_default_str();
+    app.add_option("--policy", opt.policy_text,
+                   "comma list of policies (default: all): " + bcl_sim::policy_names());
+    app.add_option("--format", opt.format, "output format")
+        ->check(CLI::IsMember({"table", "json", "csv"}))
+        ->capture_default_str();
+    app.add_option("--bin-tokens", cfg.bin_tokens,
+                   "mffd bin capacity in tokens (default 0: B times the p99 length)")
+        ->capture_default_str();
+    app.add_option("--oracle-max-ranks", cfg.oracle_max_ranks,
+                   "skip the oracle above this many ranks (it partitions R*K*B records at once)")
+        ->capture_default_str();
+    app.add_option("--cap", opt.cap_text,
+                   "outlier cap for every policy: none | p<percent> (p99, p99.5: the streaming "
+                   "quantile of each rank's costs) | a length in tokens (e.g. 32768)")
+        ->capture_default_str();
+    app.add_option("--cap-action", opt.cap_action_text,
+                   "clip: bcl balances on the capped estimate, records untouched (baselines "
+                   "unaffected); truncate: records above the cap are cut to it, for every policy")
+        ->check(CLI::IsMember({"clip", "truncate"}))
+        ->capture_default_str();
+    app.add_option("--memory-budget", cfg.memory_budget,
+                   "per-batch budget on the sum of lengths (tokens) that the bcl policies must "
+                   "meet; 0 for none. Every policy reports over_budget_batches against it")
+        ->capture_default_str();
+    app.add_option("--trace", opt.trace,
+                   "write per-step max-over-ranks costs per policy to this CSV (for "
+                   "scripts/plot_sim.py)");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+            return app.exit(e);
+        fmt::print(stderr, "bcl-sim: error: {}\nRun 'bcl-sim --help' for the flags.\n", e.what());
+        return 2;
+    }
+
+    try {
+        cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
+        cfg.cost = bcl_sim::parse_cost(opt.cost_text);
+        cfg.cap = bcl_sim::parse_cap(opt.cap_text);
+        cfg.cap_action = bcl_sim::parse_cap_action(opt.cap_action_text);
+        if (!opt.policy_text.empty()) {
+            std::string_view rest = opt.policy_text;
+            while (true) {
+                const std::size_t comma = rest.find(',');
+                const std::string_view name = bcl_sim::detail::trim(rest.substr(0, comma));
+                if (name.empty())
+                    throw bcl_sim::input_error(
+                        fmt::format("--policy {}: empty policy name", opt.policy_text));
+                cfg.policies.emplace_back(name);
+                if (comma == std::string_view::npos)
+                    break;
+                rest.remove_prefix(comma + 1);
+            }
+        }
+        const sim_result res = bcl_sim::simulate(cfg);
+        if (!opt.trace.empty())
+            write_trace(opt.trace, res);
+        if (opt.format == "json")
+            print_json(opt, res);
+        else if (opt.format == "csv")
+            print_csv(res);
+        else
+            print_table(opt, res);
+    } catch (const bcl_sim::input_error& e) {
+        fmt::print(stderr, "bcl-sim: error: {}\n", e.what());
+        return 2;
+    } catch (const bcl::error& e) {
+        fmt::print(stderr, "bcl-sim: error: {}\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "bcl-sim: internal error: {}\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,250 @@
+#pragma once
+// Internal: the swap refinement loop, shared by swap_refinement and lpt_swap_partitioner.
+
+#include <bcl/detail/pack_table.hpp>
+#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/partitioner.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace bcl::detail {
+
+/// A heaviest pack within this fraction of the lower bound counts as meeting it: the loads are
+/// running sums, and an exact tie with the bound can come out a few ulps above it.
+inline constexpr double bound_tolerance = 1e-10;
+
+/// Refines a partition held in a pack_table; see swap_refinement for the algorithm. Each round
+/// looks at the heaviest pack h:
+///   phase 1: the best 1-for-1 swap of h with the lightest pack, else with every other pack
+///            from light to heavy;
+///   phase 2: (only above effort_above, within the budget) the best 2-for-2 exchange of h with
+///            the lightest pack; else lower another heavy pack, heaviest first, by a 1-for-1
+///            swap with the lightest pack, to make room for h in the next round.
+/// Every move strictly lowers the larger of the two packs it touches, so the sum of squared loads
+/// falls and the loop cannot cycle; it is capped at 2n + 2K rounds anyway.
+class swap_refiner {
+public:
+    /// Sizes all scratch space for the shape up front: a window that needs no refinement must
+    /// not leave an allocation for a later one that does.
+    void reserve(pack_shape shape) {
+        m_order.reserve(shape.packs);
+        m_candidates.reserve(4 * shape.pack_size);
+    }
+
+    /// Refines `packs`, whose loads must be current. Phase 2 runs only while the heaviest pack is
+    /// more than `effort_above` (a fraction) above the bound, and makes at most
+    /// `effort_per_pack * K` searches.
+    void run(const ranked_costs& ranked, pack_table& packs, double lower_bound,
+             double effort_above, std::size_t effort_per_pack) {
+        const std::size_t k = packs.packs();
+        if (k < 2) return;
+        m_packs = &packs;
+        m_order.resize(k);
+        const double optimal = lower_bound + lower_bound * bound_tolerance;
+        const double effort_level = lower_bound + lower_bound * effort_above;
+        std::size_t budget = effort_per_pack * k;
+        const std::size_t max_rounds = 2 * ranked.size() + 2 * k;
+        for (std::size_t round = 0; round < max_rounds; ++round) {
+            std::size_t h = 0;
+            std::size_t l = 0;
+            for (std::size_t p = 1; p < k; ++p) {
+                if (packs.load(p) > packs.load(h)) h = p;
+                if (packs.load(p) < packs.load(l)) l = p;
+            }
+            const double top = packs.load(h);
+            if (top <= optimal) return;
+            const double least_gain = top * 1e-12; // below this a "gain" is rounding noise
+            if (swap_one(h, l, top - packs.load(l), least_gain)) continue;
+
+            // Phase 1, continued: the lightest pack did not help; every pack, light to heavy.
+            sort_by_load();
+            if (try_each_lighter(h, top, least_gain, l)) continue;
+
+            // Phase 2: single swaps are stuck.
+            if (top <= effort_level || budget == 0) return;
+            --budget;
+            // An exchange must gain a visible fraction of the target, or a window whose costs
+            // move in tiny steps gets ground down in crumbs until the budget is gone.
+            const double pair_gain = std::max(least_gain, lower_bound * effort_above / 16);
+            if (swap_two(h, l, top - packs.load(l), pair_gain)) continue;
+            if (!make_room(h, budget, least_gain)) return;
+        }
+    }
+
+private:
+    struct candidate {
+        double delta;       // cost of h's item - cost of p's item
+        std::uint32_t in_h; // slot in pack h
+        std::uint32_t in_p; // slot in pack p
+    };
+
+
+    void sort_by_load() {
+        const pack_table& packs = *m_packs;
+        for (std::size_t p = 0; p < m_order.size(); ++p) m_order[p] = static_cast<std::uint32_t>(p);
+        std::sort(m_order.begin(), m_order.end(), [&packs](std::uint32_t x, std::uint32_t y) {
+            return packs.load(x) < packs.load(y) || (packs.load(x) == packs.load(y) && x < y);
+        });
+    }
+
+    // 1-for-1 swaps of pack h against every lighter pack but `skip`, light to heavy (m_order must
+    // be current); applies the first that helps.
+    bool try_each_lighter(std::size_t h, double top, double least_gain, std::size_t skip) {
+        for (const std::uint32_t p : m_order) {
+            const double gap = top - m_packs->load(p);
+            if (gap <= least_gain) return false; // p and every later pack are as heavy as h
+            if (p != skip && swap_one(h, p, gap, least_gain)) return true;
+        }
+        return false;
+    }
+
+    // Lowers the heaviest pack it can, other than h, by a 1-for-1 swap with the lightest pack:
+    // h's own swaps are stuck because every lighter pack is either too close to it or lacks the
+    // right item; lowering its neighbours at the top opens gaps it can use next round.
+    bool make_room(std::size_t h, std::size_t& budget, double least_gain) {
+        const std::uint32_t lightest = m_order.front();
+        for (std::size_t i = m_order.size(); i-- > 1;) {
+            const std::uint32_t q = m_order[i];
+            if (q == h) continue;
+            const double gap = m_packs->load(q) - m_packs->load(lightest);
+            if (gap <= least_gain || budget == 0) return false;
+            --budget;
+            if (swap_one(q, lightest, gap, least_gain)) return true;
+        }
+        return false;
+    }
+
+    // The best 1-for-1 swap between h and p (gap = load h - load p), applied if it lowers the
+    // larger of the two by more than `least_gain`: the pair (x in h, y in p) whose difference
+    // x - y in (0, gap) is closest to gap / 2. Both member lists are sorted by cost high to low;
+    // walking h from its cheapest item up, x's best partner (cost closest to x - gap/2) only moves
+    // up p, so one pass suffices.
+    bool swap_one(std::size_t h, std::size_t p, double gap, double least_gain) noexcept {
+        pack_table& packs = *m_packs;
+        const std::size_t hn = packs.count(h);
+        const std::size_t pn = packs.count(p);
+        if (hn == 0 || pn == 0 || gap / 2 <= least_gain || !(least_gain > 0.0)) return false;
+        const double* hc = packs.costs(h);
+        const double* pc = packs.costs(p);
+        const double half = gap / 2;
+        double best_gain = least_gain;
+        std::size_t best_h = hn;
+        std::size_t best_p = pn;
+        // Walking h from its cheapest item up, x's ideal partner (cost x - gap/2) only moves up
+        // p, so j only moves one way. p[j] ends as the dearest item costing at most x - gap/2
+        // (or p's cheapest), p[j-1] the cheapest costing more: x's best partner is one of them.
+        // The winner is chosen by selections, not branches: which one wins is data-dependent.
+        std::size_t j = pn - 1; // p's slot, moving from its cheapest item toward its dearest
+        for (std::size_t i = hn; i-- > 0;) {
+            const double x = hc[i];
+            const double want = x - half;
+            while (j > 0 && pc[j - 1] <= want) --j;
+            const std::size_t up = j > 0 ? j - 1 : j;
+            const double d = x - pc[j];
+            const double d_up = x - pc[up];
+            // min(d, gap - d) is the gain; it is <= 0 unless 0 < d < gap, and best_gain > 0.
+            const double gain = std::min(d, gap - d);
+            const double gain_up = std::min(d_up, gap - d_up);
+            const bool take_up = gain_up > gain;
+            const double g = take_up ? gain_up : gain;
+            const bool better = g > best_gain;
+            best_gain = better ? g : best_gain;
+            best_h = better ? i : best_h;
+            best_p = better ? (take_up ? up : j) : best_p;
+        }
+        if (best_h == hn) return false;
+        exchange(h, best_h, p, best_p);
+        return true;
+    }
+
+    // Swaps the item in slot i of pack h with the one in slot c of pack p; updates the loads.
+    void exchange(std::size_t h, std::size_t i, std::size_t p, std::size_t c) noexcept {
+        pack_table& packs = *m_packs;
+        const std::uint32_t from_h = packs.members(h)[i];
+        const std::uint32_t from_p = packs.members(p)[c];
+        const double cost_h = packs.costs(h)[i];
+        const double cost_p = packs.costs(p)[c];
+        packs.load(h) -= cost_h - cost_p;
+        packs.load(p) += cost_h - cost_p;
+        packs.replace(h, i, from_p, cost_p);
+        packs.replace(p, c, from_h, cost_h);
+    }
+
+    // The best 2-for-2 exchange between h and p, applied if it gains more than `least_gain`.
+    // When single swaps are stuck, every difference x - y is <= 0 or >= gap, but two of them can
+    // add up to something in (0, gap): that is how costs that move in coarse steps (integer token
+    // counts) get balanced below one step. Candidates are, for each x in h, the two items of p
+    // just below and the two just above it; sorted by difference, two pointers find the pair of
+    // candidates (sharing no item) whose sum is closest to gap / 2. O(B log B).
+    bool swap_two(std::size_t h, std::size_t p, double gap, double least_gain) {
+        pack_table& packs = *m_packs;
+        const std::size_t hn = packs.count(h);
+        const std::size_t pn = packs.count(p);
+        if (hn < 2 || pn < 2 || gap / 2 <= least_gain || !(least_gain > 0.0)) return false;
+        const double* hc = packs.costs(h);
+        const double* pc = packs.costs(p);
+        m_candidates.clear();
+        std::size_t j = pn - 1;
+        for (std::size_t i = hn; i-- > 0;) {
+            const double x = hc[i];
+            while (j > 0 && pc[j - 1] <= x) --j;
+            // p[j] is the dearest item not above x (or p's cheapest): two on each side of it.
+            const std::size_t lo = j >= 2 ? j - 2 : 0;
+            const std::size_t hi = std::min(pn - 1, j + 1);
+            for (std::size_t c = lo; c <= hi; ++c)
+                m_candidates.push_back({x - pc[c], static_cast<std::uint32_t>(i),
+                                        static_cast<std::uint32_t>(c)});
+        }
+        // A total order (ties by slot), so the choice does not depend on the sort algorithm.
+        std::sort(m_candidates.begin(), m_candidates.end(),
+                  [](const candidate& a, const candidate& b) {
+                      if (a.delta != b.delta) return a.delta < b.delta;
+                      if (a.in_h != b.in_h) return a.in_h < b.in_h;
+                      return a.in_p < b.in_p;
+                  });
+        // For each a (delta rising), b (delta falling) sits where the pair's sum crosses gap / 2;
+        // a few neighbours of b cover pairs that share an item.
+        const std::size_t m = m_candidates.size();
+        const double half = gap / 2;
+        double best_gain = least_gain;
+        std::size_t best_a = m;
+        std::size_t best_b = m;
+        std::size_t b = m - 1;
+        for (std::size_t a = 0; a < m; ++a) {
+            const candidate& ca = m_candidates[a];
+            while (b > 0 && ca.delta + m_candidates[b].delta > half) --b;
+            const std::size_t from = b >= 2 ? b - 2 : 0;
+            const std::size_t to = std::min(m - 1, b + 3);
+            for (std::size_t c = from; c <= to; ++c) {
+                // Selections, not branches: both tests are coin flips for the predictor. The
+                // gain is <= 0 unless 0 < sum < gap, and best_gain > 0.
+                const candidate& cb = m_candidates[c];
+                const double sum = ca.delta + cb.delta;
+                const double gain = std::min(sum, gap - sum);
+                const bool better =
+                    (cb.in_h != ca.in_h) & (cb.in_p != ca.in_p) & (gain > best_gain);
+                best_gain = better ? gain : best_gain;
+                best_a = better ? a : best_a;
+                best_b = better ? c : best_b;
+            }
+        }
+        if (best_a == m) return false;
+        const candidate first = m_candidates[best_a];
+        const candidate second = m_candidates[best_b];
+        // The first exchange re-sorts both lists, so find the second pair again by rank.
+        const std::uint32_t second_h = packs.members(h)[second.in_h];
+        const std::uint32_t second_p = packs.members(p)[second.in_p];
+        exchange(h, first.in_h, p, first.in_p);
+        exchange(h, packs.slot_of(h, second_h), p, packs.slot_of(p, second_p));
+        return true;
+    }
+
+    pack_table* m_packs = nullptr;
+    std::vector<std::uint32_t> m_order;     // packs by load, light to heavy
+    std::vector<candidate> m_candidates;    // 2-for-2 search
+};
+
+} // namespace bcl::detail

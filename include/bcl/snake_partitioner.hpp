@@ -1,0 +1,57 @@
+#pragma once
+// Serpentine ("snake") dealing: sorted items dealt to the packs back and forth.
+
+#include <bcl/detail/pack_table.hpp>
+#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/lower_bound.hpp>
+#include <bcl/partitioner.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace bcl {
+
+/// Serpentine dealing, the simplest sort-based balancer: sort the items high to low and deal
+/// them in rows of K, left to right on even rows and right to left on odd ones (pack 0 gets
+/// ranks 0, 2K-1, 2K, 4K-1, ...). A short window is dealt as if it were full, with zero-cost
+/// placeholders at the end that are then gathered into the last pack.
+///
+/// Guarantee: the contract (exactly `shape.capacity(p, n)` items per pack, deterministic); every
+/// pack gets exactly one item of each row of K. No bound on the gap: on heavy tails the pack
+/// that gets the largest item still gets one item of every later row, and ends percent-level
+/// above the lower bound (docs/partitioners.md). A baseline, and a start for swap_refinement.
+///
+/// O(n) radix sort and O(n) dealing. Scratch space is kept: after the first call of the largest
+/// window it allocates nothing. Throws bcl::error if the shape does not fit the costs, pack_of
+/// has the wrong length, or a cost is negative, infinite or NaN.
+class snake_partitioner {
+public:
+    partition_summary operator()(std::span<const double> costs, pack_shape shape,
+                                 std::span<std::uint32_t> pack_of) {
+        constexpr const char* who = "bcl::snake_partitioner";
+        const std::size_t n = costs.size();
+        detail::check_partition_shape(who, n, shape, pack_of.size());
+        if (n == 0) return {};
+        const std::size_t k = shape.packs;
+        const std::size_t full = k * shape.pack_size;
+        m_ranked.assign(costs, who);
+        const double lower_bound =
+            detail::pack_lower_bound_prefix(m_ranked.desc(), m_ranked.prefix(), shape);
+        m_packs.reset(shape, full);
+        for (std::size_t r = 0; r < full; ++r) {
+            const std::size_t row = r / k;
+            const std::size_t column = r % k;
+            const std::size_t p = row % 2 == 0 ? column : k - 1 - column;
+            m_packs.append(p, static_cast<std::uint32_t>(r), r < n ? m_ranked.cost(r) : 0.0);
+        }
+        if (n < full) m_packs.gather_placeholders(n, m_ranked);
+        return {m_packs.write(m_ranked, pack_of), lower_bound};
+    }
+
+private:
+    detail::ranked_costs m_ranked;
+    detail::pack_table m_packs;
+};
+
+} // namespace bcl

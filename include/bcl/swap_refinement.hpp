@@ -1,0 +1,120 @@
+#pragma once
+// Swap refinement as a pass over any partition, and `refined<P>`: a partitioner followed by it.
+
+#include <bcl/detail/pack_table.hpp>
+#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/detail/swap_refiner.hpp>
+#include <bcl/lower_bound.hpp>
+#include <bcl/partitioner.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+namespace bcl {
+
+/// How much work swap refinement may spend once single swaps are stuck (phase 2 below).
+struct refinement_effort {
+    /// Phase 2 runs only while the heaviest pack is more than this fraction above the lower
+    /// bound. Default 1e-4: a window that close to the best possible costs a trainer at most a
+    /// hundredth of a percent of its step, far below what any cost estimate can resolve, and
+    /// single swaps alone usually get there; the windows still above it (small B with costs that
+    /// move in whole tokens, a few items each near a pack's share) are the ones worth more work.
+    /// Lower it to chase the bound harder; 0 means "until the bound or the budget".
+    double above = 1e-4;
+    /// Phase-2 searches allowed per pack and window: one 2-for-2 search or one make-room attempt
+    /// each. Default 4: measured, a larger budget buys almost nothing (docs/partitioners.md), and
+    /// it caps the worst case at 4K searches of O(B log B). 0 turns phase 2 off, leaving plain
+    /// 1-for-1 refinement.
+    std::size_t searches_per_pack = 4;
+};
+
+/// Improves an existing partition in place by exchanging items between packs.
+///
+/// Each round looks at the heaviest pack h.
+///   Phase 1: the best 1-for-1 swap of h with the lightest pack, else with every other pack from
+///     light to heavy. "Best" is the pair (x in h, y in p) whose difference x - y in (0, gap)
+///     comes closest to gap / 2: the swap that lowers the larger of the two packs the most.
+///   Phase 2, only while h is more than `effort.above` above the bound and within the budget:
+///     a) the best 2-for-2 exchange of h with the lightest pack: two swaps that are useless alone
+///        (one overshoots the gap, one goes the wrong way) but add up to a step inside it. This
+///        is what balances costs that move in coarse steps (integer token counts): one swap
+///        moves whole tokens, two can move the small difference between two quadratic terms;
+///     b) else make room: lower another heavy pack, heaviest first, by a 1-for-1 swap with the
+///        lightest pack. When h is stuck because its neighbours at the top hold the small items
+///        it needs, this is what frees them (heavy tails, small B).
+/// It stops as soon as the heaviest pack meets pack_lower_bound_sorted (the partition is then
+/// provably optimal), when no move applies, or after 2n + 2K rounds.
+///
+/// Guarantees: pack sizes never change (every move is an exchange), so a valid partition stays
+/// valid; the heaviest pack never gets heavier (every move lowers the larger of the two packs it
+/// touches); when it stops above the bound with rounds to spare, no single swap between a
+/// heaviest pack and any other pack would lower it. The result is a pure function of the costs
+/// and the partition it started from.
+///
+/// The summary's lower bound is pack_lower_bound_sorted's, computed from prefix sums (equal up to
+/// rounding).
+///
+/// Cost: O(n) to rank the costs (radix sort) and load the partition; per phase-1 round O(K + B)
+/// when the lightest pack helps (the common case), O(K log K + n) when every pack has to be
+/// tried; O(B log B) per 2-for-2 search and O(B) per make-room attempt, at most
+/// `effort.searches_per_pack * K` of them per window. Scratch space is kept between calls: after
+/// the first call of the largest window it allocates nothing.
+class swap_refinement {
+public:
+    refinement_effort effort{};
+
+    swap_refinement() = default;
+    explicit swap_refinement(refinement_effort e) : effort(e) {}
+
+    /// Refines the partition in `pack_of` (the pack of each item, as a partitioner wrote it) and
+    /// returns its new heaviest pack and the lower bound. Throws bcl::error if the shape does not
+    /// fit the costs, if pack_of is not a valid partition for it (an id out of range, a pack
+    /// with the wrong number of items), or if a cost is negative, infinite or NaN.
+    partition_summary operator()(std::span<const double> costs, pack_shape shape,
+                                 std::span<std::uint32_t> pack_of) {
+        constexpr const char* who = "bcl::swap_refinement";
+        detail::check_partition_shape(who, costs.size(), shape, pack_of.size());
+        if (costs.empty()) return {};
+        m_refiner.reserve(shape);
+        m_ranked.assign(costs, who);
+        const double lower_bound =
+            detail::pack_lower_bound_prefix(m_ranked.desc(), m_ranked.prefix(), shape);
+        m_packs.reset(shape, costs.size());
+        m_packs.assign(m_ranked, pack_of, who);
+        m_refiner.run(m_ranked, m_packs, lower_bound, effort.above, effort.searches_per_pack);
+        return {m_packs.write(m_ranked, pack_of), lower_bound};
+    }
+
+private:
+    detail::ranked_costs m_ranked;
+    detail::pack_table m_packs;
+    detail::swap_refiner m_refiner;
+};
+
+/// A partitioner P followed by swap_refinement: `bcl::refined<bcl::karmarkar_karp_partitioner>`
+/// is balanced Karmarkar-Karp plus refinement. (lpt_swap_partitioner gives the same result as
+/// `refined<lpt_partitioner>` with one sort instead of two.)
+template <partitioner P>
+class refined {
+public:
+    refined() = default;
+    explicit refined(P first, swap_refinement second = {})
+        : m_first(std::move(first)), m_refinement(std::move(second)) {}
+
+    partition_summary operator()(std::span<const double> costs, pack_shape shape,
+                                 std::span<std::uint32_t> pack_of) {
+        static_cast<void>(m_first(costs, shape, pack_of));
+        return m_refinement(costs, shape, pack_of);
+    }
+
+    [[nodiscard]] P& first() noexcept { return m_first; }
+    [[nodiscard]] swap_refinement& refinement() noexcept { return m_refinement; }
+
+private:
+    P m_first;
+    swap_refinement m_refinement;
+};
+
+} // namespace bcl

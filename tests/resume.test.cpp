@@ -1,0 +1,235 @@
+// Exact resume: a balancer saved at any point and restored, fed the rest of the input, emits
+// exactly the batches the uninterrupted balancer would have emitted.
+
+#include <bcl/balancer.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+#include <bcl/record_model.hpp>
+
+#include "support/contract_checks.hpp"
+#include "support/distributions.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using namespace bcl_test;
+
+namespace {
+
+using balancer_t = bcl::balancer<rec, cost_of>;
+
+struct interruption {
+    std::size_t save_after = 0;  // records pushed before saving (may be == n: during the drain)
+    std::size_t drained_before = 0; // during the drain: batches popped after finish() before saving
+    bool through_bytes = true;
+    bool move_state = false;
+};
+
+batch_ids uninterrupted(const cost_list& costs, const bcl::options& opt) {
+    return run(driver::eager, costs, opt).batches;
+}
+
+// Pushes and pops like driver::eager, but saves after `save_after` pushes, destroys the balancer
+// and continues in a new one restored from the state (optionally through its byte string).
+batch_ids interrupted(const cost_list& costs, const bcl::options& opt, const interruption& at) {
+    batch_ids out;
+    auto first = std::make_unique<balancer_t>(cost_of{}, opt);
+    std::size_t i = 0;
+    for (; i < at.save_after; ++i) {
+        first->push(rec{i, costs[i]});
+        while (auto batch = first->pop()) out.push_back(ids_of(*batch));
+    }
+    if (i == costs.size()) {
+        first->finish();
+        for (std::size_t k = 0; k < at.drained_before; ++k)
+            if (auto batch = first->pop()) out.push_back(ids_of(*batch));
+    }
+    balancer_t::state st = at.move_state ? std::move(*first).take_state() : first->save();
+    first.reset();
+    if (at.through_bytes) {
+        const std::string bytes = st.to_bytes();
+        st = balancer_t::state::from_bytes(bytes, std::move(st.pending));
+    }
+    balancer_t second{cost_of{}, opt, std::move(st)};
+    for (; i < costs.size(); ++i) {
+        second.push(rec{i, costs[i]});
+        while (auto batch = second.pop()) out.push_back(ids_of(*batch));
+    }
+    second.finish();
+    while (auto batch = second.pop()) out.push_back(ids_of(*batch));
+    return out;
+}
+
+bcl::options with_policy(bcl::options opt, bool sliding) {
+    if (sliding) opt.policy = bcl::lookahead_policy::sliding;
+    return opt;
+}
+
+} // namespace
+
+TEST_CASE("A restored balancer emits exactly the batches of the uninterrupted one, at any save point",
+          "[resume]") {
+    std::mt19937_64 gen(7);
+    for (const bool sliding : {false, true})
+        for (const bool drop_last : {false, true})
+            for (const scenario& s : contract_scenarios(drop_last)) {
+                const bcl::options opt = with_policy(s.options(), sliding);
+                const cost_list costs = s.costs();
+                const batch_ids expected = uninterrupted(costs, opt);
+                for (int trial = 0; trial < 3; ++trial) {
+                    interruption at;
+                    at.save_after = static_cast<std::size_t>(gen() % (costs.size() + 1));
+                    at.drained_before = static_cast<std::size_t>(gen() % (opt.lookahead + 2));
+                    at.through_bytes = trial != 1;
+                    at.move_state = trial == 2;
+                    INFO(s.describe() << (sliding ? " sliding" : " tumbling") << " saved after "
+                                      << at.save_after << " pushes, " << at.drained_before
+                                      << " drained, bytes " << at.through_bytes << ", moved "
+                                      << at.move_state);
+                    REQUIRE(interrupted(costs, opt, at) == expected);
+                }
+            }
+}
+
+TEST_CASE("save() does not disturb the balancer it is called on", "[resume]") {
+    const cost_list costs = lognormal_costs(2000, 11);
+    for (const bool sliding : {false, true}) {
+        const bcl::options opt = with_policy({.batch_size = 8, .lookahead = 4, .seed = 3}, sliding);
+        const batch_ids expected = uninterrupted(costs, opt);
+        balancer_t b{cost_of{}, opt};
+        batch_ids out;
+        for (std::size_t i = 0; i < costs.size(); ++i) {
+            b.push(rec{i, costs[i]});
+            if (i % 37 == 0) (void)b.save();
+            while (auto batch = b.pop()) out.push_back(ids_of(*batch));
+        }
+        b.finish();
+        (void)b.save();
+        while (auto batch = b.pop()) out.push_back(ids_of(*batch));
+        REQUIRE(out == expected);
+    }
+}
+
+TEST_CASE("Restoring with different options is an error naming the option", "[resume][errors]") {
+    const bcl::options opt{.batch_size = 4, .lookahead = 2, .seed = 1};
+    balancer_t b{cost_of{}, opt};
+    for (std::uint64_t i = 0; i < 5; ++i) b.push(rec{i, 1.0});
+    const auto restore_with = [&](bcl::options other) { balancer_t{cost_of{}, other, b.save()}; };
+    REQUIRE_NOTHROW(restore_with(opt));
+    bcl::options other = opt;
+    other.batch_size = 8;
+    REQUIRE_THROWS_WITH(restore_with(other), Catch::Contains("batch_size"));
+    other = opt;
+    other.lookahead = 3;
+    REQUIRE_THROWS_WITH(restore_with(other), Catch::Contains("lookahead"));
+    other = opt;
+    other.policy = bcl::lookahead_policy::sliding;
+    REQUIRE_THROWS_WITH(restore_with(other), Catch::Contains("policy"));
+    other = opt;
+    other.seed = 2;
+    REQUIRE_THROWS_WITH(restore_with(other), Catch::Contains("seed"));
+}
+
+TEST_CASE("A state with the wrong number of pending records is an error", "[resume][errors]") {
+    balancer_t b{cost_of{}, {.batch_size = 4, .lookahead = 2}};
+    for (std::uint64_t i = 0; i < 5; ++i) b.push(rec{i, 1.0});
+    balancer_t::state st = b.save();
+    REQUIRE(st.pending.size() == 5);
+    const std::string bytes = st.to_bytes();
+    st.pending.pop_back();
+    REQUIRE_THROWS_AS(balancer_t::state::from_bytes(bytes, st.pending), bcl::error);
+    REQUIRE_THROWS_WITH((balancer_t{cost_of{}, {.batch_size = 4, .lookahead = 2}, std::move(st)}),
+                        Catch::Contains("pending"));
+}
+
+TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined behaviour",
+          "[resume][errors][fuzz]") {
+    std::mt19937_64 gen(99);
+    for (const bool sliding : {false, true}) {
+        const bcl::options opt = with_policy({.batch_size = 3, .lookahead = 2}, sliding);
+        balancer_t b{cost_of{}, opt};
+        const cost_list costs = pareto_costs(17, 5);
+        for (std::size_t i = 0; i < costs.size(); ++i) {
+            b.push(rec{i, costs[i]});
+            if (i == 12) break;
+            while (b.pop()) {}
+        }
+        const balancer_t::state st = b.save();
+        const std::string good = st.to_bytes();
+        REQUIRE_NOTHROW(balancer_t::state::from_bytes(good, st.pending));
+        for (std::size_t cut = 0; cut < good.size(); ++cut)
+            REQUIRE_THROWS_AS(balancer_t::state::from_bytes(good.substr(0, cut), st.pending), bcl::error);
+        for (int trial = 0; trial < 3000; ++trial) {
+            std::string bad = good;
+            const int flips = 1 + static_cast<int>(gen() % 4);
+            for (int f = 0; f < flips; ++f)
+                bad[gen() % bad.size()] = static_cast<char>(gen() & 0xff);
+            if (bad == good) continue;
+            REQUIRE_THROWS_AS(balancer_t::state::from_bytes(bad, st.pending), bcl::error);
+        }
+        // Random garbage, including garbage with a valid checksum, must never crash either.
+        for (int trial = 0; trial < 2000; ++trial) {
+            std::string bytes(static_cast<std::size_t>(gen() % 400), '\0');
+            for (char& c : bytes) c = static_cast<char>(gen() & 0xff);
+            if (trial % 2 == 1 && bytes.size() >= 16) {
+                // Keep the real header so the parser goes deeper, then re-seal with a good checksum.
+                bytes.replace(0, 16, good.substr(0, 16));
+                bytes.resize(bytes.size() - 8);
+                const std::uint64_t sum = bcl::detail::fnv1a(bytes);
+                for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<char>((sum >> (8 * k)) & 0xff));
+            }
+            try {
+                (void)balancer_t::state::from_bytes(bytes, st.pending);
+            } catch (const bcl::error&) {
+            }
+        }
+    }
+}
+
+TEST_CASE("Resume is exact with a quantile cap, truncation, a memory budget and largest_first",
+          "[resume][cap][budget]") {
+    const auto estimator = bcl::with_truncation(
+        bcl::with_memory(cost_of{}, [](const rec& r) { return r.cost; }),
+        [](rec& r, double cap) { r.cost = std::min(r.cost, cap); });
+    using capped_balancer = bcl::balancer<rec, std::remove_const_t<decltype(estimator)>>;
+    const auto drive = [&](const cost_list& costs, const bcl::options& opt, std::size_t save_after) {
+        batch_ids out;
+        auto b = std::make_unique<capped_balancer>(estimator, opt);
+        for (std::size_t i = 0; i < costs.size(); ++i) {
+            if (i == save_after) {
+                const std::string bytes = b->save().to_bytes();
+                auto pending = b->save().pending;
+                b = std::make_unique<capped_balancer>(
+                    estimator, opt, capped_balancer::state::from_bytes(bytes, std::move(pending)));
+            }
+            b->push(rec{i, costs[i]});
+            while (auto batch = b->pop()) out.push_back(ids_of(*batch));
+        }
+        b->finish();
+        while (auto batch = b->pop()) out.push_back(ids_of(*batch));
+        return out;
+    };
+    std::mt19937_64 gen(3);
+    for (const bool sliding : {false, true})
+        for (std::uint64_t seed = 0; seed < 6; ++seed) {
+            const cost_list costs = pareto_costs(3000, case_seed(seed));
+            bcl::options opt{.batch_size = 8, .lookahead = 4, .seed = seed, .largest_first = true};
+            if (sliding) opt.policy = bcl::lookahead_policy::sliding;
+            opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.98, .action = bcl::cap_action::truncate};
+            opt.memory_budget = 1e9;
+            const batch_ids expected = drive(costs, opt, costs.size() + 1);
+            for (int trial = 0; trial < 4; ++trial) {
+                const std::size_t save_after = static_cast<std::size_t>(gen() % costs.size());
+                INFO("seed " << seed << (sliding ? " sliding" : " tumbling") << " saved after " << save_after);
+                REQUIRE(drive(costs, opt, save_after) == expected);
+            }
+        }
+}

@@ -1,0 +1,124 @@
+#pragma once
+// Exact solvers for tiny windows, written independently of bcl's partitioner and lower bound: the
+// reference that the heuristic and the bound are checked against.
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+namespace bcl_test {
+
+/// Slot counts of a window of n items in `packs` packs of `pack_size`: every pack full but the
+/// last, which holds what is left. Spelled out here rather than taken from bcl::pack_shape so the
+/// tests do not trust the code they check.
+inline std::vector<std::size_t> window_capacities(std::size_t n, std::size_t packs,
+                                                  std::size_t pack_size) {
+    if (packs == 0 || n > packs * pack_size || n <= (packs - 1) * pack_size)
+        throw std::invalid_argument("window_capacities: the shape does not fit n");
+    std::vector<std::size_t> caps(packs, pack_size);
+    caps.back() = n - (packs - 1) * pack_size;
+    return caps;
+}
+
+namespace detail {
+
+struct search {
+    std::vector<double> items; // high to low: big items first fail fast against the bound
+    std::vector<std::size_t> caps;
+    std::vector<std::size_t> count;
+    std::vector<double> load;
+    double best = std::numeric_limits<double>::infinity();
+
+    void place(std::size_t next, double heaviest) {
+        if (next == items.size()) {
+            best = std::min(best, heaviest);
+            return;
+        }
+        const double c = items[next];
+        for (std::size_t p = 0; p < caps.size(); ++p) {
+            if (count[p] == caps[p])
+                continue;
+            // Symmetry: empty packs of equal capacity are interchangeable, so only the first of
+            // them is tried.
+            if (count[p] == 0) {
+                bool earlier_twin = false;
+                for (std::size_t q = 0; q < p; ++q)
+                    if (count[q] == 0 && caps[q] == caps[p])
+                        earlier_twin = true;
+                if (earlier_twin)
+                    continue;
+            }
+            const double old_load = load[p];
+            const double new_load = old_load + c;
+            if (new_load >= best)
+                continue; // cannot beat what we already have
+            load[p] = new_load;
+            ++count[p];
+            place(next + 1, std::max(heaviest, new_load));
+            --count[p];
+            load[p] = old_load; // restored exactly, no floating-point drift from subtracting
+        }
+    }
+};
+
+} // namespace detail
+
+/// Minimum, over every way to put `costs` into packs holding exactly `capacities[p]` items, of the
+/// heaviest pack. Exhaustive with symmetry breaking and branch-and-bound; meant for n <= 12.
+inline double brute_force_min_heaviest(std::span<const double> costs,
+                                       std::span<const std::size_t> capacities) {
+    std::size_t slots = 0;
+    for (const std::size_t c : capacities)
+        slots += c;
+    if (slots != costs.size())
+        throw std::invalid_argument("brute_force_min_heaviest: capacities do not add up to n");
+    if (costs.size() > 14)
+        throw std::invalid_argument("brute_force_min_heaviest: n too large");
+    if (costs.empty())
+        return 0.0;
+    detail::search s;
+    s.items.assign(costs.begin(), costs.end());
+    std::sort(s.items.begin(), s.items.end(), std::greater<>{});
+    s.caps.assign(capacities.begin(), capacities.end());
+    s.count.assign(capacities.size(), 0);
+    s.load.assign(capacities.size(), 0.0);
+    s.place(0, 0.0);
+    return s.best;
+}
+
+/// The same optimum by plain enumeration of all packs^n labelled assignments, no pruning and no
+/// symmetry breaking: slow, but obviously right. Used to check the fast solver on n <= 8.
+inline double plain_enumeration_min_heaviest(std::span<const double> costs,
+                                             std::span<const std::size_t> capacities) {
+    const std::size_t n = costs.size();
+    const std::size_t k = capacities.size();
+    if (n == 0)
+        return 0.0;
+    std::vector<std::size_t> label(n, 0);
+    double best = std::numeric_limits<double>::infinity();
+    for (;;) {
+        std::vector<std::size_t> count(k, 0);
+        std::vector<double> load(k, 0.0);
+        for (std::size_t i = 0; i < n; ++i) {
+            ++count[label[i]];
+            load[label[i]] += costs[i];
+        }
+        bool fits = true;
+        for (std::size_t p = 0; p < k; ++p)
+            fits = fits && count[p] == capacities[p];
+        if (fits)
+            best = std::min(best, *std::max_element(load.begin(), load.end()));
+        // Next labelling, as an odometer in base k.
+        std::size_t i = 0;
+        while (i < n && ++label[i] == k)
+            label[i++] = 0;
+        if (i == n)
+            return best;
+    }
+}
+
+} // namespace bcl_test

@@ -3,6 +3,7 @@
 //   partition/<algorithm>/K:<K>/B:<B>   one partitioner on windows of K*B lognormal token costs
 //   partition/default/K:<K>/B:<B>       the partitioner bcl::balancer uses by default
 //   adapter/tumbling/K:<K>/B:<B>        the whole bcl::balancer push/pop path on small records
+//   adapter/sliding/K:<K>/B:<B>         the same under the sliding policy
 //   baseline/passthrough/K:<K>/B:<B>    the same loop with a partitioner that keeps arrival order
 //   baseline/sort/K:<K>/B:<B>           std::sort of the same windows' costs
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
@@ -270,13 +271,14 @@ void partition_benchmark(benchmark::State& state, const length_source& src) {
 
 /// push/pop through a bcl::balancer, one window of records per iteration.
 template <class Partitioner>
-void balancer_benchmark(benchmark::State& state, bool shuffle_packs) {
+void balancer_benchmark(benchmark::State& state, bool shuffle_packs,
+                        bcl::lookahead_policy policy = bcl::lookahead_policy::tumbling) {
     const auto k = static_cast<std::size_t>(state.range(0));
     const auto b = static_cast<std::size_t>(state.range(1));
     const std::size_t window = k * b;
     const window_pool& pool = *pool_for(lognormal_tokens, window);
     bcl::options opt{.batch_size = b, .lookahead = k};
-    opt.policy = bcl::lookahead_policy::tumbling; // whatever the default policy is
+    opt.policy = policy; // named, whatever the default policy is
     opt.shuffle_packs = shuffle_packs;
     bcl::balancer<small_record, cost_of_record, Partitioner> balancer{cost_of_record{}, opt};
     std::uint64_t sink = 0;
@@ -290,7 +292,8 @@ void balancer_benchmark(benchmark::State& state, bool shuffle_packs) {
         }
         if (++next == pool.windows) next = 0;
     };
-    one_window(); // warm-up
+    one_window(); // warm-up: sliding runs its first round only once two windows are buffered
+    one_window();
     one_window();
     const auto gap_sum = [&balancer] {
         const bcl::running_stats& gaps = balancer.stats().gap_to_lower_bound;
@@ -359,6 +362,9 @@ void register_shape(std::int64_t k, std::int64_t b) {
     });
     add("adapter/tumbling", k, b, [](benchmark::State& state) {
         balancer_benchmark<default_partitioner>(state, true);
+    });
+    add("adapter/sliding", k, b, [](benchmark::State& state) {
+        balancer_benchmark<default_partitioner>(state, true, bcl::lookahead_policy::sliding);
     });
     add_partitioner<default_partitioner>("partition/default", src, k, b);
     add_partitioner<bcl::lpt_swap_partitioner>("partition/lpt_swap", src, k, b);

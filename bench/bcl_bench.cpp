@@ -16,7 +16,7 @@
 //
 // Counters: items_per_second counts records; time_per_record is its inverse; gap_to_lb is the mean
 // of (heaviest pack - lower bound) / lower bound over the windows run; allocs_per_window counts
-// heap allocations inside the timed loop (after two warm-up windows), which must be 0.
+// heap allocations inside the timed loop (after two or three warm-up windows), which must be 0.
 
 #include <bcl/bcl.hpp>
 

@@ -280,6 +280,7 @@ TEST_CASE("A round that cannot be split within the budget is an error, and its r
           "[budget][errors]") {
     // Four records of 60 in packs of 2 with a budget of 100: each record fits alone, no pair does.
     bcl::options opt{.batch_size = 2, .lookahead = 2, .memory_budget = 100.0};
+    opt.policy = bcl::lookahead_policy::tumbling; // the round runs on the fourth record
     using estimator = decltype(bcl::with_memory(&length_of, &length_of));
     bcl::balancer<seq, estimator> b{bcl::with_memory(&length_of, &length_of), opt};
     for (std::uint64_t i = 0; i < 4; ++i) b.push(seq{i, 60});

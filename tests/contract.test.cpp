@@ -487,7 +487,9 @@ TEST_CASE("push() into a full window while batches are waiting is a bcl::error t
           "[contract][errors]") {
     const std::size_t b = 4;
     const std::size_t k = 2;
-    bcl::balancer<owned_rec, owned_cost> bal{owned_cost{}, {.batch_size = b, .lookahead = k}};
+    // Tumbling: the buffer is one window (sliding's is buffer_windows windows, same rule).
+    bcl::balancer<owned_rec, owned_cost> bal{
+        owned_cost{}, {.batch_size = b, .lookahead = k, .policy = bcl::lookahead_policy::tumbling}};
     std::uint64_t next = 0;
     // One full window: can_push() is still true, because no batch is waiting yet.
     for (; next < k * b; ++next) {
@@ -549,7 +551,8 @@ TEST_CASE("Every error bcl throws is a bcl::error, itself a std::runtime_error",
         b.push(rec{0, 1.0});
     }));
     CHECK(throws_runtime_error([] {
-        balancer b{cost_of{}, {.batch_size = 1, .lookahead = 1}};
+        balancer b{cost_of{},
+                   {.batch_size = 1, .lookahead = 1, .policy = bcl::lookahead_policy::tumbling}};
         b.push(rec{0, 1.0});
         b.push(rec{1, 1.0}); // partitions record 0: one batch waits
         b.push(rec{2, 1.0}); // the window (record 1) is full and a batch waits

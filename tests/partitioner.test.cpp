@@ -56,21 +56,6 @@ bool about_equal(double a, double b) {
     return at_most(a, b) && at_most(b, a);
 }
 
-/// "" if every pack p < packs got exactly caps[p] items, otherwise the first violation.
-std::string check_fill(const std::vector<std::uint32_t>& pack_of,
-                       const std::vector<std::size_t>& caps) {
-    std::vector<std::size_t> count(caps.size(), 0);
-    for (std::size_t i = 0; i < pack_of.size(); ++i) {
-        if (pack_of[i] >= caps.size())
-            return fmt::format("item {} is in pack {} of {}", i, pack_of[i], caps.size());
-        ++count[pack_of[i]];
-    }
-    for (std::size_t p = 0; p < caps.size(); ++p)
-        if (count[p] != caps[p])
-            return fmt::format("pack {} has {} items, expected {}", p, count[p], caps[p]);
-    return {};
-}
-
 /// Window sizes for K packs of B: full, one short, and the shortest possible (one item in the
 /// last pack), plus a random one in between.
 std::vector<std::size_t> window_sizes(std::size_t k, std::size_t b, std::uint64_t seed) {

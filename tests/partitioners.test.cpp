@@ -110,21 +110,6 @@ double heaviest(const outcome& o) {
     return o.loads.empty() ? 0.0 : *std::max_element(o.loads.begin(), o.loads.end());
 }
 
-/// "" if every pack p got exactly caps[p] items (so every item is in exactly one pack).
-std::string check_fill(const std::vector<std::uint32_t>& pack_of,
-                       const std::vector<std::size_t>& caps) {
-    std::vector<std::size_t> count(caps.size(), 0);
-    for (std::size_t i = 0; i < pack_of.size(); ++i) {
-        if (pack_of[i] >= caps.size())
-            return fmt::format("item {} is in pack {} of {}", i, pack_of[i], caps.size());
-        ++count[pack_of[i]];
-    }
-    for (std::size_t p = 0; p < caps.size(); ++p)
-        if (count[p] != caps[p])
-            return fmt::format("pack {} has {} items, expected {}", p, count[p], caps[p]);
-    return {};
-}
-
 /// Every window small enough for the exhaustive solver: K, B in 1..4, K*B <= 12, each full size
 /// and each short one, 12 windows per distribution.
 struct small_window {

@@ -105,6 +105,31 @@ TEST_CASE("running_stats gives the mean, population variance, cv, min and max of
         }
 }
 
+TEST_CASE("running_stats::merge gives what adding the other values one by one gives",
+          "[statistics]") {
+    std::uint64_t counter = 0;
+    for (const distribution& dist : all_distributions())
+        for (const std::size_t n : {0, 1, 2, 5, 300}) {
+            const std::vector<double> xs = dist.generate(n, case_seed(++counter));
+            // Split into up to four consecutive pieces (some empty), merge the pieces' statistics.
+            const std::size_t cuts[] = {0, n / 3, n / 3, (2 * n) / 3 + (n > 0 ? 1 : 0), n};
+            bcl::running_stats merged;
+            for (std::size_t piece = 0; piece + 1 < std::size(cuts); ++piece) {
+                bcl::running_stats part;
+                for (std::size_t i = std::min(cuts[piece], n); i < std::min(cuts[piece + 1], n); ++i)
+                    part.add(xs[i]);
+                merged.merge(part);
+            }
+            INFO(fmt::format("{} values from {}", n, dist.name));
+            const two_pass expected(xs);
+            CHECK(merged.count() == n);
+            CHECK(merged.mean() == close(expected.mean));
+            CHECK(merged.variance() == Approx(expected.variance).epsilon(1e-9).margin(1e-9));
+            CHECK(merged.min() == expected.min);
+            CHECK(merged.max() == expected.max);
+        }
+}
+
 TEST_CASE("running_stats on hand-computed values", "[statistics]") {
     bcl::running_stats rs;
     CHECK(rs.count() == 0);

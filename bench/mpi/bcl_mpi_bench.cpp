@@ -15,6 +15,7 @@
 // cost model, workload file), 1 anything else (a rank that breaks mid-run aborts the whole job).
 // See docs/mpi.md.
 
+#include "json_output.hpp"
 #include "simulator.hpp"
 
 #include <CLI/CLI.hpp>
@@ -644,19 +645,8 @@ struct run_context {
 };
 
 nlohmann::ordered_json config_json(const bench_config& cfg, const run_context& run) {
-    nlohmann::ordered_json dist = {{"spec", cfg.dist_text},
-                                   {"kind", std::string(bcl_sim::dist_name(cfg.dist))},
-                                   {"resolved", bcl_sim::describe(cfg.dist)}};
-    if (const auto* file = std::get_if<bcl_sim::file_spec>(&cfg.dist))
-        dist["path"] = file->path;
-    if (cfg.dataset_records)
-        dist["records"] = *cfg.dataset_records;
-    return {{"dist", dist},
-            {"cost",
-             {{"spec", bcl_sim::describe(cfg.cost)},
-              {"a", cfg.cost.a},
-              {"b", cfg.cost.b},
-              {"c", cfg.cost.c}}},
+    return {{"dist", bcl_sim::dist_json(cfg.dist_text, cfg.dist, cfg.dataset_records.value_or(0))},
+            {"cost", bcl_sim::cost_json(cfg.cost)},
             {"ranks", run.ranks},
             {"batch", cfg.batch},
             {"lookahead", cfg.lookahead},

@@ -8,6 +8,7 @@
 // Exit codes: 0 success, 2 bad input (flags, distribution, cost model, workload file) or a
 // bcl::error from a balancer (a record or a round that does not fit --memory-budget), 1 other.
 
+#include "json_output.hpp"
 #include "simulator.hpp"
 
 #include <CLI/CLI.hpp>
@@ -63,13 +64,7 @@ nlohmann::ordered_json cap_json(const cli_options& opt, const sim_result& res) {
 
 nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res) {
     const sim_config& cfg = opt.cfg;
-    nlohmann::ordered_json dist = {{"spec", cfg.dist_text},
-                                   {"kind", std::string(bcl_sim::dist_name(cfg.dist))},
-                                   {"resolved", bcl_sim::describe(cfg.dist)}};
-    if (const auto* file = std::get_if<bcl_sim::file_spec>(&cfg.dist))
-        dist["path"] = file->path;
-    if (res.dataset_records)
-        dist["records"] = *res.dataset_records;
+    nlohmann::ordered_json dist = bcl_sim::dist_json(cfg.dist_text, cfg.dist, res.dataset_records.value_or(0));
     dist["p99_length"] = res.p99_length;
     dist["mean_length"] = res.mean_length;
 
@@ -82,11 +77,7 @@ nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res
             policies.push_back(name);
 
     return {{"dist", dist},
-            {"cost",
-             {{"spec", bcl_sim::describe(cfg.cost)},
-              {"a", cfg.cost.a},
-              {"b", cfg.cost.b},
-              {"c", cfg.cost.c}}},
+            {"cost", bcl_sim::cost_json(cfg.cost)},
             {"ranks", cfg.ranks},
             {"batch", cfg.batch},
             {"lookahead", cfg.lookahead},

@@ -76,8 +76,8 @@ public:
     /// Throws bcl::error if the options are invalid (see bcl::validate).
     balancer(Estimator estimator, options opt, Partitioner partitioner = Partitioner{})
         : m_estimator(std::move(estimator)), m_partitioner(std::move(partitioner)),
-          m_options(checked(opt)), m_rng(opt.seed) {
-        const std::size_t buffer = buffer_capacity(m_options);
+          m_options(checked(opt)), m_capacity(buffer_capacity(m_options)), m_rng(opt.seed) {
+        const std::size_t buffer = m_capacity;
         const std::size_t window = round_size();
         if (m_options.cap.kind != cap_kind::none && m_options.cap.action == cap_action::truncate &&
             !truncating)
@@ -90,14 +90,15 @@ public:
         m_costs.reserve(buffer);
         if constexpr (tracks_memory) {
             m_memory.reserve(buffer);
-            m_round_memory.reserve(window);
+            m_round_memory.reserve(window + 1);
             m_batch_memory.reserve(m_options.lookahead);
         }
         m_arrival.reserve(buffer);
         m_chosen.reserve(buffer);
+        if (m_options.policy == lookahead_policy::sliding) m_selector.reserve(buffer);
         m_ready.reserve(window);
-        m_round_costs.reserve(window);
-        m_round_slots.reserve(window);
+        m_round_costs.reserve(window + 1);
+        m_round_slots.reserve(window + 1);
         m_pack_of.reserve(window);
         m_slot_order.reserve(window);
         m_batch_cost.reserve(m_options.lookahead);
@@ -185,7 +186,7 @@ public:
     /// With a cap whose action is truncate, the record may have been truncated before a later
     /// error (its memory over options::memory_budget); it is still the caller's.
     void push(Record&& r) {
-        make_room();
+        if (m_finished || m_buffer.size() == m_capacity) make_room();
         const estimate e = estimate_and_cap(r);
         m_buffer.push_back(std::move(r));
         accept(e);
@@ -200,14 +201,14 @@ public:
 
     /// True if push() would accept a record now.
     [[nodiscard]] bool can_push() const noexcept {
-        return !m_finished && (m_buffer.size() < buffer_capacity(m_options) || waiting_batches() == 0);
+        return !m_finished && (m_buffer.size() < m_capacity || waiting_batches() == 0);
     }
 
     /// The next batch, once one is ready: when the buffer is full, or after finish().
     /// Returns std::nullopt when more input is needed (or, after finish(), when all is drained).
     [[nodiscard]] std::optional<batch_type> pop() {
         if (waiting_batches() == 0) {
-            if (m_buffer.empty() || (!m_finished && m_buffer.size() < buffer_capacity(m_options)))
+            if (m_buffer.empty() || (!m_finished && m_buffer.size() < m_capacity))
                 return std::nullopt;
             run_round();
         }
@@ -356,14 +357,15 @@ private:
         return m_batch_cost.size() - m_next_batch;
     }
 
+    // Called by push() when the balancer is finished or the buffer is full.
     void make_room() {
         if (m_finished)
             throw error("bcl::balancer::push: called after finish() (record " +
                         std::to_string(m_stats.records_in) + ")");
-        if (m_buffer.size() < buffer_capacity(m_options)) return;
+        if (m_buffer.size() < m_capacity) return;
         if (waiting_batches() != 0)
             throw error("bcl::balancer::push: the buffer is full (" +
-                        std::to_string(buffer_capacity(m_options)) + " records) and " +
+                        std::to_string(m_capacity) + " records) and " +
                         std::to_string(waiting_batches()) +
                         " batches are still waiting; pop() them before pushing record " +
                         std::to_string(m_stats.records_in));
@@ -379,19 +381,25 @@ private:
         return std::string(text, written.ptr);
     }
 
+    // The throws live in their own functions so the per-record path stays small.
+    [[noreturn]] void throw_bad_estimate(const char* what, double value) const {
+        throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) + " has " + what +
+                    " " + number(value) + "; it must be finite and >= 0");
+    }
+
     double checked_cost(const Record& r) {
         const auto cost = static_cast<double>(std::invoke(m_estimator, r));
-        if (std::isfinite(cost) && cost >= 0.0) return cost;
-        throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) + " has cost " +
-                    number(cost) + "; a cost estimate must be finite and >= 0");
+        if (std::isfinite(cost) && cost >= 0.0) [[likely]]
+            return cost;
+        throw_bad_estimate("cost estimate", cost);
     }
 
     double checked_memory(const Record& r) {
         if constexpr (tracks_memory) {
             const auto memory = static_cast<double>(m_estimator.memory(r));
-            if (std::isfinite(memory) && memory >= 0.0) return memory;
-            throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) +
-                        " has memory estimate " + number(memory) + "; it must be finite and >= 0");
+            if (std::isfinite(memory) && memory >= 0.0) [[likely]]
+                return memory;
+            throw_bad_estimate("memory estimate", memory);
         } else {
             (void)r;
             return 0.0;
@@ -437,11 +445,15 @@ private:
             e.cost = std::min(e.cost, cap);
         }
         e.memory = checked_memory(r);
-        if (m_options.memory_budget > 0.0 && e.memory > m_options.memory_budget)
-            throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) +
-                        " alone needs memory " + number(e.memory) + ", over the batch budget of " +
-                        number(m_options.memory_budget));
+        if (m_options.memory_budget > 0.0 && e.memory > m_options.memory_budget) [[unlikely]]
+            throw_over_budget(e.memory);
         return e;
+    }
+
+    [[noreturn]] void throw_over_budget(double memory) const {
+        throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) +
+                    " alone needs memory " + number(memory) + ", over the batch budget of " +
+                    number(m_options.memory_budget));
     }
 
     // The record is already in m_buffer; nothing below can throw (capacity is reserved).
@@ -461,17 +473,23 @@ private:
     // be met at K*B records per round: max over positions p of (p + 1) - (deadline_p - now) * K*B.
     // options::validate guarantees this never exceeds K*B.
     [[nodiscard]] std::size_t records_due(std::size_t take) const noexcept {
-        const auto capacity = static_cast<std::int64_t>(buffer_capacity(m_options));
-        const auto per_round = static_cast<std::int64_t>(round_size());
+        const std::uint64_t capacity = m_capacity;
+        const std::uint64_t per_round = round_size();
         const auto max_age = static_cast<std::int64_t>(m_options.max_age);
         const auto now = static_cast<std::int64_t>(m_round);
+        // A record's first round: 0 for the first `capacity` arrivals, then one more per K*B. The
+        // arrivals only grow along the buffer, so the round is stepped forward, not divided for.
+        std::uint64_t first_round = 0;
+        std::uint64_t next_round_from = capacity; // arrivals from here on entered a later round
         std::int64_t due = 0;
         for (std::size_t p = 0; p < m_arrival.size(); ++p) {
-            const auto seen = static_cast<std::int64_t>(m_arrival[p]) + 1;
-            const std::int64_t first_round =
-                seen <= capacity ? 0 : (seen - capacity + per_round - 1) / per_round;
-            const std::int64_t rounds_left = std::max<std::int64_t>(first_round + max_age - now, 0);
-            due = std::max(due, static_cast<std::int64_t>(p + 1) - rounds_left * per_round);
+            while (m_arrival[p] >= next_round_from) {
+                ++first_round;
+                next_round_from += per_round;
+            }
+            const std::int64_t rounds_left =
+                std::max<std::int64_t>(static_cast<std::int64_t>(first_round) + max_age - now, 0);
+            due = std::max(due, static_cast<std::int64_t>(p + 1) - rounds_left * static_cast<std::int64_t>(per_round));
         }
         return std::min(static_cast<std::size_t>(due), take);
     }
@@ -498,24 +516,37 @@ private:
     void run_round() {
         const std::size_t n = m_buffer.size();
         const std::size_t take = std::min(n, round_size());
-        m_chosen.resize(n);
         if (take == n) {
-            std::fill(m_chosen.begin(), m_chosen.end(), std::uint8_t{1});
+            // Every tumbling round, and the last rounds of a sliding drain: the whole buffer goes,
+            // so there is nothing to choose, gather or compact.
+            partition_round<true>(m_costs, m_memory);
+            m_buffer.clear();
+            m_costs.clear();
+            m_arrival.clear();
+            m_memory.clear();
         } else {
+            m_chosen.resize(n);
             m_selector(std::span<const double>(m_costs), records_due(take), take,
                        round_target(take), std::span<std::uint8_t>(m_chosen));
+            // Gathered without branches: which slots were chosen is a coin flip for the predictor.
+            // Each slot is written at the next free place, which only advances past a chosen one;
+            // exactly `take` are chosen, so one spare place at the end takes the rest.
+            m_round_costs.resize(take + 1);
+            m_round_slots.resize(take + 1);
+            if constexpr (tracks_memory) m_round_memory.resize(take + 1);
+            std::size_t at = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                m_round_costs[at] = m_costs[i];
+                if constexpr (tracks_memory) m_round_memory[at] = m_memory[i];
+                m_round_slots[at] = static_cast<std::uint32_t>(i);
+                at += m_chosen[i];
+            }
+            m_round_costs.resize(take);
+            m_round_slots.resize(take);
+            if constexpr (tracks_memory) m_round_memory.resize(take);
+            partition_round<false>(m_round_costs, m_round_memory);
+            compact_buffer();
         }
-        m_round_costs.clear();
-        m_round_slots.clear();
-        if constexpr (tracks_memory) m_round_memory.clear();
-        for (std::size_t i = 0; i < n; ++i) {
-            if (!m_chosen[i]) continue;
-            m_round_costs.push_back(m_costs[i]);
-            if constexpr (tracks_memory) m_round_memory.push_back(m_memory[i]);
-            m_round_slots.push_back(static_cast<std::uint32_t>(i));
-        }
-        partition_round();
-        compact_buffer();
         ++m_round;
     }
 
@@ -537,20 +568,23 @@ private:
                             std::to_string(shape.capacity(p, n)));
     }
 
-    void partition_round() {
-        const std::size_t n = m_round_costs.size();
+    // Partitions the round's records, given by their costs and memory estimates in buffer order:
+    // the whole buffer, or the slots listed in m_round_slots.
+    template <bool whole_buffer>
+    void partition_round(std::span<const double> round_costs, std::span<const double> round_memory) {
+        const std::size_t n = round_costs.size();
         const std::size_t b = m_options.batch_size;
         const std::size_t packs = (n + b - 1) / b;
         const bool has_short = n % b != 0;
         const pack_shape shape{packs, b};
 
         m_pack_of.resize(n);
-        partition_summary summary = m_partitioner(
-            std::span<const double>(m_round_costs), shape, std::span<std::uint32_t>(m_pack_of));
+        partition_summary summary =
+            m_partitioner(round_costs, shape, std::span<std::uint32_t>(m_pack_of));
         check_pack_sizes(shape, n);
         if constexpr (tracks_memory) {
             if (m_options.memory_budget > 0.0) {
-                const double heaviest = m_memory_repair(m_round_costs, m_round_memory, shape,
+                const double heaviest = m_memory_repair(round_costs, round_memory, shape,
                                                         m_pack_of, m_options.memory_budget);
                 if (heaviest > m_options.memory_budget)
                     throw error("bcl::balancer: the " + std::to_string(n) + " records of round " +
@@ -571,8 +605,8 @@ private:
         m_batch_cost.assign(packs, 0.0);
         if constexpr (tracks_memory) m_batch_memory.assign(packs, 0.0);
         for (std::size_t i = 0; i < n; ++i) {
-            m_batch_cost[m_pack_of[i]] += m_round_costs[i];
-            if constexpr (tracks_memory) m_batch_memory[m_pack_of[i]] += m_round_memory[i];
+            m_batch_cost[m_pack_of[i]] += round_costs[i];
+            if constexpr (tracks_memory) m_batch_memory[m_pack_of[i]] += round_memory[i];
         }
         if (has_short || packs != m_options.lookahead || m_options.memory_budget > 0.0)
             summary.heaviest = *std::max_element(m_batch_cost.begin(), m_batch_cost.end());
@@ -600,18 +634,47 @@ private:
         for (std::size_t rank = 0; rank < packs; ++rank)
             m_next_slot[rank] = static_cast<std::uint32_t>(rank * b);
 
+        // Each record's delay: its batch's position in the output stream minus the batch it arrived
+        // in (arrival / B). Slots are in buffer order, so arrivals only grow and the arrival batch is
+        // stepped forward instead of divided for; the delays are summed here and merged into the
+        // statistics once per round.
         m_slot_order.resize(n);
         const std::uint64_t first_batch = m_stats.batches; // every earlier batch was handed out
+        const auto slot_of = [this](std::size_t i) -> std::uint32_t {
+            if constexpr (whole_buffer) return static_cast<std::uint32_t>(i);
+            else return m_round_slots[i];
+        };
+        std::uint64_t arrival_batch = n > 0 ? m_arrival[slot_of(0)] / b : 0;
+        std::uint64_t next_batch_start = (arrival_batch + 1) * b;
+        std::uint64_t delay_sum = 0;
+        std::uint64_t delay_square_sum = 0;
+        std::uint64_t delay_min = ~std::uint64_t{0};
+        std::uint64_t delay_max = 0;
+        std::uint64_t* const histogram = m_stats.delay_histogram.data();
+        const std::uint64_t last_bucket = m_stats.delay_histogram.size() - 1;
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t rank = m_emit_rank[m_pack_of[i]];
-            const std::uint32_t slot = m_round_slots[i];
+            const std::uint32_t slot = slot_of(i);
             m_slot_order[m_next_slot[rank]++] = slot;
-            const std::uint64_t arrival_batch = m_arrival[slot] / b;
+            while (m_arrival[slot] >= next_batch_start) {
+                ++arrival_batch;
+                next_batch_start += b;
+            }
             const std::uint64_t emitted_batch = first_batch + rank;
             const std::uint64_t delay = emitted_batch > arrival_batch ? emitted_batch - arrival_batch : 0;
-            m_stats.max_delay_batches = std::max(m_stats.max_delay_batches, delay);
-            m_stats.delay_batches.add(static_cast<double>(delay));
-            ++m_stats.delay_histogram[std::min<std::uint64_t>(delay, m_stats.delay_histogram.size() - 1)];
+            delay_sum += delay;
+            delay_square_sum += delay * delay;
+            delay_min = std::min(delay_min, delay);
+            delay_max = std::max(delay_max, delay);
+            ++histogram[std::min(delay, last_bucket)];
+        }
+        if (n > 0) {
+            const auto count = static_cast<double>(n);
+            const double mean = static_cast<double>(delay_sum) / count;
+            const double m2 = static_cast<double>(delay_square_sum) - static_cast<double>(delay_sum) * mean;
+            m_stats.delay_batches.merge(running_stats::from_raw(
+                {n, mean, std::max(0.0, m2), static_cast<double>(delay_min), static_cast<double>(delay_max)}));
+            m_stats.max_delay_batches = std::max(m_stats.max_delay_batches, delay_max);
         }
 
         m_ready.clear();
@@ -650,6 +713,7 @@ private:
     Estimator m_estimator;
     Partitioner m_partitioner;
     options m_options;
+    std::size_t m_capacity; // buffer_capacity(m_options)
     detail::splitmix64 m_rng;
     detail::target_selector m_selector;
     statistics m_stats;

@@ -2,8 +2,7 @@
 // The default partitioner: capped LPT followed by swap refinement, sharing one sort.
 
 #include <bcl/detail/capped_lpt.hpp>
-#include <bcl/detail/pack_table.hpp>
-#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/detail/ranked_window.hpp>
 #include <bcl/detail/swap_refiner.hpp>
 #include <bcl/lower_bound.hpp>
 #include <bcl/partitioner.hpp>
@@ -52,23 +51,19 @@ public:
 
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        constexpr const char* who = "bcl::lpt_swap_partitioner";
-        detail::check_partition_shape(who, costs.size(), shape, pack_of.size());
-        if (costs.empty()) return {};
+        const auto lower_bound =
+            m_window.start("bcl::lpt_swap_partitioner", costs, shape, pack_of.size());
+        if (!lower_bound) return {};
         m_lpt.reserve(shape.packs);
         m_refiner.reserve(shape);
-        m_ranked.assign(costs, who);
-        const double lower_bound =
-            detail::pack_lower_bound_prefix(m_ranked.desc(), m_ranked.prefix(), shape);
-        m_packs.reset(shape, costs.size());
-        m_lpt(m_ranked, m_packs);
-        m_refiner.run(m_ranked, m_packs, lower_bound, effort.above, effort.searches_per_pack);
-        return {m_packs.write(m_ranked, pack_of), lower_bound};
+        m_lpt(m_window.ranked, m_window.packs);
+        m_refiner.run(m_window.ranked, m_window.packs, *lower_bound, effort.above,
+                      effort.searches_per_pack);
+        return {m_window.packs.write(m_window.ranked, pack_of), *lower_bound};
     }
 
 private:
-    detail::ranked_costs m_ranked;
-    detail::pack_table m_packs;
+    detail::ranked_window m_window;
     detail::capped_lpt m_lpt;
     detail::swap_refiner m_refiner;
 };

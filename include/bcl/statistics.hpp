@@ -21,6 +21,24 @@ public:
         m_min = m_count == 1 ? x : std::min(m_min, x);
         m_max = m_count == 1 ? x : std::max(m_max, x);
     }
+    /// Adds every value `other` has seen (Chan, Golub and LeVeque's pairwise update): the result
+    /// is what adding them one by one would give, up to rounding.
+    void merge(const running_stats& other) noexcept {
+        if (other.m_count == 0) return;
+        if (m_count == 0) {
+            *this = other;
+            return;
+        }
+        const auto n = static_cast<double>(m_count + other.m_count);
+        const double delta = other.m_mean - m_mean;
+        const double weight = static_cast<double>(other.m_count) / n;
+        m_mean += delta * weight;
+        m_m2 += other.m_m2 + delta * delta * static_cast<double>(m_count) * weight;
+        m_count += other.m_count;
+        m_min = std::min(m_min, other.m_min);
+        m_max = std::max(m_max, other.m_max);
+    }
+
     [[nodiscard]] std::uint64_t count() const noexcept { return m_count; }
     [[nodiscard]] double mean() const noexcept { return m_mean; }
     [[nodiscard]] double min() const noexcept { return m_min; }

@@ -1,8 +1,7 @@
 #pragma once
 // Swap refinement as a pass over any partition, and `refined<P>`: a partitioner followed by it.
 
-#include <bcl/detail/pack_table.hpp>
-#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/detail/ranked_window.hpp>
 #include <bcl/detail/swap_refiner.hpp>
 #include <bcl/lower_bound.hpp>
 #include <bcl/partitioner.hpp>
@@ -75,21 +74,17 @@ public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
         constexpr const char* who = "bcl::swap_refinement";
-        detail::check_partition_shape(who, costs.size(), shape, pack_of.size());
-        if (costs.empty()) return {};
+        const auto lower_bound = m_window.start(who, costs, shape, pack_of.size());
+        if (!lower_bound) return {};
         m_refiner.reserve(shape);
-        m_ranked.assign(costs, who);
-        const double lower_bound =
-            detail::pack_lower_bound_prefix(m_ranked.desc(), m_ranked.prefix(), shape);
-        m_packs.reset(shape, costs.size());
-        m_packs.assign(m_ranked, pack_of, who);
-        m_refiner.run(m_ranked, m_packs, lower_bound, effort.above, effort.searches_per_pack);
-        return {m_packs.write(m_ranked, pack_of), lower_bound};
+        m_window.packs.assign(m_window.ranked, pack_of, who);
+        m_refiner.run(m_window.ranked, m_window.packs, *lower_bound, effort.above,
+                      effort.searches_per_pack);
+        return {m_window.packs.write(m_window.ranked, pack_of), *lower_bound};
     }
 
 private:
-    detail::ranked_costs m_ranked;
-    detail::pack_table m_packs;
+    detail::ranked_window m_window;
     detail::swap_refiner m_refiner;
 };
 

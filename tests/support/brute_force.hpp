@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <fmt/core.h>
 #include <functional>
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace bcl_test {
@@ -22,6 +25,22 @@ inline std::vector<std::size_t> window_capacities(std::size_t n, std::size_t pac
     std::vector<std::size_t> caps(packs, pack_size);
     caps.back() = n - (packs - 1) * pack_size;
     return caps;
+}
+
+/// "" if every pack p got exactly caps[p] items (so every item is in exactly one pack), otherwise
+/// the first violation.
+inline std::string check_fill(const std::vector<std::uint32_t>& pack_of,
+                              const std::vector<std::size_t>& caps) {
+    std::vector<std::size_t> count(caps.size(), 0);
+    for (std::size_t i = 0; i < pack_of.size(); ++i) {
+        if (pack_of[i] >= caps.size())
+            return fmt::format("item {} is in pack {} of {}", i, pack_of[i], caps.size());
+        ++count[pack_of[i]];
+    }
+    for (std::size_t p = 0; p < caps.size(); ++p)
+        if (count[p] != caps[p])
+            return fmt::format("pack {} has {} items, expected {}", p, count[p], caps[p]);
+    return {};
 }
 
 namespace detail {

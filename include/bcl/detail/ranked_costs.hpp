@@ -100,6 +100,15 @@ public:
         for (std::size_t r = 0; r < n; ++r) m_prefix[r + 1] = m_prefix[r] + m_cost[r];
     }
 
+    /// Sizes the scratch for windows of up to n items, so that later calls allocate nothing.
+    void reserve(std::size_t n) {
+        m_word.reserve(n);
+        m_word_tmp.reserve(n);
+        m_position.reserve(n);
+        m_cost.reserve(n);
+        m_prefix.reserve(n + 1);
+    }
+
     [[nodiscard]] std::size_t size() const noexcept { return m_cost.size(); }
     /// Costs by rank: sorted high to low, exactly the input values.
     [[nodiscard]] std::span<const double> desc() const noexcept { return m_cost; }

@@ -1,0 +1,36 @@
+#pragma once
+// Internal: one window as the ranked partitioners hold it, and the steps each of them starts with.
+
+#include <bcl/detail/pack_table.hpp>
+#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/lower_bound.hpp>
+#include <bcl/partitioner.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace bcl::detail {
+
+/// The costs ranked once and a table of packs over the ranks, shared by lpt_partitioner,
+/// lpt_swap_partitioner and swap_refinement.
+struct ranked_window {
+    ranked_costs ranked;
+    pack_table packs;
+
+    /// Checks the call (bcl::error naming `who`: a shape that does not fit the costs, an output of
+    /// the wrong length, a cost that is negative, infinite or NaN), ranks the costs and empties
+    /// the packs. Returns the window's lower bound, or nothing for an empty window, which needs
+    /// no more work.
+    std::optional<double> start(std::string_view who, std::span<const double> costs,
+                                pack_shape shape, std::size_t out_size) {
+        check_partition_shape(who, costs.size(), shape, out_size);
+        if (costs.empty()) return std::nullopt;
+        ranked.assign(costs, who);
+        packs.reset(shape, costs.size());
+        return pack_lower_bound_prefix(ranked.desc(), ranked.prefix(), shape);
+    }
+};
+
+} // namespace bcl::detail

@@ -1,5 +1,5 @@
 // This example demonstrates the README's program: balance real ShareGPT conversations into
-// batches of 16 with the sliding policy and print what it achieved.
+// batches of 16 (the default, sliding policy) and print what it achieved.
 // Requires: a lengths file (argv[1]), e.g. bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt.
 #include <bcl/bcl.hpp>
 #include <cstdio>
@@ -21,8 +21,7 @@ int main(int argc, char** argv) {
     std::vector<sample> samples = load_samples(argv[1]);     // any input range of records
     auto cost = bcl::affine_quadratic(0.0, 1.0, 1.0 / 24576, // a + b*L + c*L^2 ...
         [](const sample& s) { return s.tokens.size(); });  // ... of the token count L
-    bcl::options opt{.batch_size = 16, .lookahead = 8,
-                     .policy = bcl::lookahead_policy::sliding};
+    bcl::options opt{.batch_size = 16, .lookahead = 8};     // sliding policy: the default
     auto batches = bcl::balance(std::move(samples), cost, opt); // records are moved, never copied
     for (std::span<sample> batch : batches)                   // 16 records each (the last: the rest)
         train_step(batch);

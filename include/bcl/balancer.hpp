@@ -478,9 +478,11 @@ private:
         const auto max_age = static_cast<std::int64_t>(m_options.max_age);
         const auto now = static_cast<std::int64_t>(m_round);
         // A record's first round: 0 for the first `capacity` arrivals, then one more per K*B. The
-        // arrivals only grow along the buffer, so the round is stepped forward, not divided for.
-        std::uint64_t first_round = 0;
-        std::uint64_t next_round_from = capacity; // arrivals from here on entered a later round
+        // arrivals only grow along the buffer, so after the oldest record's round (one division)
+        // the round is stepped forward, not divided for.
+        const std::uint64_t oldest = m_arrival.empty() ? 0 : m_arrival.front();
+        std::uint64_t first_round = oldest < capacity ? 0 : (oldest - capacity) / per_round + 1;
+        std::uint64_t next_round_from = capacity + first_round * per_round; // a later round's arrivals
         std::int64_t due = 0;
         for (std::size_t p = 0; p < m_arrival.size(); ++p) {
             while (m_arrival[p] >= next_round_from) {

@@ -59,10 +59,10 @@ def shape_table(rows, k, b, names):
     return "\n".join(out)
 
 
-def grid(rows, name, value):
+def grid(rows, name, value, title=None):
     ks = sorted({k for (n, k, _) in rows if n == name})
     bs = sorted({b for (n, _, b) in rows if n == name})
-    out = [f"`{name}`", "", "| K \\ B | " + " | ".join(str(b) for b in bs) + " |",
+    out = [title or f"`{name}`", "", "| K \\ B | " + " | ".join(str(b) for b in bs) + " |",
            "|---|" + "---:|" * len(bs)]
     for k in ks:
         cells = []
@@ -96,7 +96,8 @@ def main():
         value = (lambda row, k, b: f"{ns_per_record(row):.1f}") if name == "baseline/sort" else with_ratio
         print(grid(rows, name, value) + "\n")
     print(grid(rows, "partition/default",
-               lambda row, k, b: "0" if row["gap"] == 0 else f"{row['gap']:.1e}") + "\n")
+               lambda row, k, b: "0" if row["gap"] == 0 else f"{row['gap']:.1e}",
+               "`partition/default`, mean gap_to_lb (0: every window met the bound)") + "\n")
 
     def at(name, k, b):
         return rows.get((name, k, b))

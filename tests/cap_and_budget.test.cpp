@@ -284,9 +284,26 @@ TEST_CASE("A round that cannot be split within the budget is an error, and its r
     using estimator = decltype(bcl::with_memory(&length_of, &length_of));
     bcl::balancer<seq, estimator> b{bcl::with_memory(&length_of, &length_of), opt};
     for (std::uint64_t i = 0; i < 4; ++i) b.push(seq{i, 60});
-    REQUIRE_THROWS_WITH(b.pop(), Catch::Contains("memory_budget") && Catch::Contains("120"));
+    // 240 in 2 batches is 120 per batch on average: no split can fit, and the message says so.
+    REQUIRE_THROWS_WITH(b.pop(), Catch::Contains("memory_budget") && Catch::Contains("120") &&
+                                     Catch::Contains("no split can fit"));
     auto st = std::move(b).take_state();
     REQUIRE(st.pending.size() == 4);
+}
+
+TEST_CASE("A round whose average fits the budget but whose records cannot be split is an error "
+          "that does not claim it is impossible on average",
+          "[budget][errors]") {
+    // 60, 60, 60, 5, 5, 5 into two batches of 3 within 100: 97.5 per batch on average, but one
+    // batch must take two records of 60 and three of them make 125.
+    bcl::options opt{.batch_size = 3, .lookahead = 2, .memory_budget = 100.0};
+    opt.policy = bcl::lookahead_policy::tumbling;
+    using estimator = decltype(bcl::with_memory(&length_of, &length_of));
+    bcl::balancer<seq, estimator> b{bcl::with_memory(&length_of, &length_of), opt};
+    for (std::uint64_t i = 0; i < 6; ++i) b.push(seq{i, i < 3 ? 60.0 : 5.0});
+    REQUIRE_THROWS_WITH(b.pop(), Catch::Contains("could not be split") && Catch::Contains("97.5") &&
+                                     !Catch::Contains("no split can fit"));
+    REQUIRE(std::move(b).take_state().pending.size() == 6);
 }
 
 TEST_CASE("largest_first emits the first round's most memory-hungry batch first", "[budget]") {

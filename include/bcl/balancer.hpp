@@ -450,6 +450,24 @@ private:
         return e;
     }
 
+    // A round the memory repair could not fit. When the round's total memory alone exceeds
+    // packs * budget no split can fit, and the message says so.
+    [[noreturn]] void throw_round_over_budget(std::span<const double> round_memory, std::size_t packs,
+                                              double heaviest) const {
+        double total = 0.0;
+        for (const double m : round_memory) total += m;
+        const double budget = m_options.memory_budget;
+        const double per_batch = total / static_cast<double>(packs);
+        throw error("bcl::balancer: the " + std::to_string(round_memory.size()) + " records of round " +
+                    std::to_string(m_round) + " could not be split into " + std::to_string(packs) +
+                    " batches within memory_budget " + number(budget) +
+                    " (the best split found has a batch of " + number(heaviest) + "; " +
+                    (per_batch > budget ? "no split can fit: together they need " + number(per_batch) +
+                                              " per batch on average"
+                                        : "they need " + number(per_batch) + " per batch on average") +
+                    "); the records are still buffered");
+    }
+
     [[noreturn]] void throw_over_budget(double memory) const {
         throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) +
                     " alone needs memory " + number(memory) + ", over the batch budget of " +
@@ -588,12 +606,7 @@ private:
             if (m_options.memory_budget > 0.0) {
                 const double heaviest = m_memory_repair(round_costs, round_memory, shape,
                                                         m_pack_of, m_options.memory_budget);
-                if (heaviest > m_options.memory_budget)
-                    throw error("bcl::balancer: the " + std::to_string(n) + " records of round " +
-                                std::to_string(m_round) + " could not be split into " +
-                                std::to_string(packs) + " batches within memory_budget " +
-                                number(m_options.memory_budget) + " (the best split found has a batch of " +
-                                number(heaviest) + "); the records are still buffered");
+                if (heaviest > m_options.memory_budget) throw_round_over_budget(round_memory, packs, heaviest);
                 check_pack_sizes(shape, n);
             }
         }

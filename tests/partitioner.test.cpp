@@ -69,6 +69,21 @@ std::vector<std::size_t> window_sizes(std::size_t k, std::size_t b, std::uint64_
 constexpr std::size_t fill_packs[] = {1, 2, 3, 5, 8, 16, 64};
 constexpr std::size_t fill_pack_sizes[] = {1, 2, 3, 7, 32};
 
+/// Calls check(k, b, costs) for every K of fill_packs, B of fill_pack_sizes, window size of
+/// window_sizes(K, B) and distribution, with the case named in the assertion messages. Seeds
+/// count up from `counter`.
+template <class Check>
+void for_each_fill_case(std::uint64_t counter, const Check& check) {
+    for (const std::size_t k : fill_packs)
+        for (const std::size_t b : fill_pack_sizes)
+            for (const std::size_t n : window_sizes(k, b, case_seed(++counter)))
+                for (const distribution& dist : all_distributions()) {
+                    const std::uint64_t seed = case_seed(++counter);
+                    INFO(fmt::format("K={} B={} n={} costs={} seed={}", k, b, n, dist.name, seed));
+                    check(k, b, dist.generate(n, seed));
+                }
+}
+
 /// One exhaustively solved window.
 struct solved_window {
     std::string what;
@@ -123,17 +138,10 @@ TEST_CASE("Every pack receives exactly its capacity: B items, and the remainder 
           "of a short window",
           "[partitioner]") {
     bcl::lpt_swap_partitioner p;
-    std::uint64_t counter = 0;
-    for (const std::size_t k : fill_packs)
-        for (const std::size_t b : fill_pack_sizes)
-            for (const std::size_t n : window_sizes(k, b, case_seed(++counter)))
-                for (const distribution& dist : all_distributions()) {
-                    const std::uint64_t seed = case_seed(++counter);
-                    INFO(fmt::format("K={} B={} n={} costs={} seed={}", k, b, n, dist.name, seed));
-                    const cost_list costs = dist.generate(n, seed);
-                    const outcome o = partition(p, costs, k, b);
-                    CHECK(check_fill(o.pack_of, window_capacities(n, k, b)) == "");
-                }
+    for_each_fill_case(0, [&p](std::size_t k, std::size_t b, const cost_list& costs) {
+        const outcome o = partition(p, costs, k, b);
+        CHECK(check_fill(o.pack_of, window_capacities(costs.size(), k, b)) == "");
+    });
 }
 
 TEST_CASE("pack_shape::capacity is B for every pack but the last, which takes the remainder",
@@ -150,22 +158,15 @@ TEST_CASE("summary.heaviest is the heaviest pack recomputed from pack_of, and su
           "is pack_lower_bound of the costs, which does not exceed it",
           "[partitioner]") {
     bcl::lpt_swap_partitioner p;
-    std::uint64_t counter = 100;
-    for (const std::size_t k : fill_packs)
-        for (const std::size_t b : fill_pack_sizes)
-            for (const std::size_t n : window_sizes(k, b, case_seed(++counter)))
-                for (const distribution& dist : all_distributions()) {
-                    const std::uint64_t seed = case_seed(++counter);
-                    INFO(fmt::format("K={} B={} n={} costs={} seed={}", k, b, n, dist.name, seed));
-                    const cost_list costs = dist.generate(n, seed);
-                    const outcome o = partition(p, costs, k, b);
-                    const auto loads = pack_loads(costs, o.pack_of, k);
-                    const double heaviest = *std::max_element(loads.begin(), loads.end());
-                    CHECK(about_equal(o.summary.heaviest, heaviest));
-                    CHECK(at_most(o.summary.lower_bound, o.summary.heaviest));
-                    // The reported bound is the public pack_lower_bound of the window.
-                    CHECK(about_equal(o.summary.lower_bound, bcl::pack_lower_bound(costs, {k, b})));
-                }
+    for_each_fill_case(100, [&p](std::size_t k, std::size_t b, const cost_list& costs) {
+        const outcome o = partition(p, costs, k, b);
+        const auto loads = pack_loads(costs, o.pack_of, k);
+        const double heaviest = *std::max_element(loads.begin(), loads.end());
+        CHECK(about_equal(o.summary.heaviest, heaviest));
+        CHECK(at_most(o.summary.lower_bound, o.summary.heaviest));
+        // The reported bound is the public pack_lower_bound of the window.
+        CHECK(about_equal(o.summary.lower_bound, bcl::pack_lower_bound(costs, {k, b})));
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

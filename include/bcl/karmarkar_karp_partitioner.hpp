@@ -1,8 +1,7 @@
 #pragma once
 // Balanced Karmarkar-Karp: the largest differencing method with exactly B items per pack.
 
-#include <bcl/detail/pack_table.hpp>
-#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/detail/ranked_window.hpp>
 #include <bcl/lower_bound.hpp>
 #include <bcl/partitioner.hpp>
 
@@ -41,17 +40,16 @@ class karmarkar_karp_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        constexpr const char* who = "bcl::karmarkar_karp_partitioner";
+        const auto lower_bound =
+            m_window.start("bcl::karmarkar_karp_partitioner", costs, shape, pack_of.size());
+        if (!lower_bound) return {};
         const std::size_t n = costs.size();
-        detail::check_partition_shape(who, n, shape, pack_of.size());
-        if (n == 0) return {};
         const std::size_t k = shape.packs;
         const std::size_t chunks = shape.pack_size;
         const std::size_t full = k * chunks;
-        m_ranked.assign(costs, who);
-        const double lower_bound =
-            detail::pack_lower_bound_prefix(m_ranked.desc(), m_ranked.prefix(), shape);
-        const auto cost = [&](std::size_t rank) { return rank < n ? m_ranked.cost(rank) : 0.0; };
+        const detail::ranked_costs& ranked = m_window.ranked;
+        detail::pack_table& packs = m_window.packs;
+        const auto cost = [&](std::size_t rank) { return rank < n ? ranked.cost(rank) : 0.0; };
 
         // State s owns groups [s*K, s*K + K), kept heaviest first; a group is a linked list of
         // ranks (m_next), so a merge joins two lists in O(1).
@@ -88,11 +86,11 @@ public:
         for (std::size_t g = 0; g < k; ++g)
             for (std::uint32_t r = m_group[last * k + g].head; r != no_rank; r = m_next[r])
                 m_pack_of_rank[r] = static_cast<std::uint32_t>(g);
-        m_packs.reset(shape, full);
+        packs.reset(shape, full);
         for (std::size_t r = 0; r < full; ++r)
-            m_packs.append(m_pack_of_rank[r], static_cast<std::uint32_t>(r), cost(r));
-        if (n < full) m_packs.gather_placeholders(n, m_ranked);
-        return {m_packs.write(m_ranked, pack_of), lower_bound};
+            packs.append(m_pack_of_rank[r], static_cast<std::uint32_t>(r), cost(r));
+        if (n < full) packs.gather_placeholders(n, ranked);
+        return {packs.write(ranked, pack_of), *lower_bound};
     }
 
 private:
@@ -127,8 +125,7 @@ private:
         return s;
     }
 
-    detail::ranked_costs m_ranked;
-    detail::pack_table m_packs;
+    detail::ranked_window m_window;
     std::vector<group> m_group;
     std::vector<std::uint32_t> m_next;
     std::vector<std::uint32_t> m_pack_of_rank;

@@ -34,6 +34,7 @@ public:
                                  std::span<std::uint32_t> pack_of) {
         const auto lower_bound = m_window.start("bcl::lpt_partitioner", costs, shape, pack_of.size());
         if (!lower_bound) return {};
+        m_window.packs.reset(shape, costs.size());
         m_lpt.reserve(shape.packs);
         m_lpt(m_window.ranked, m_window.packs);
         return {m_window.packs.write(m_window.ranked, pack_of), *lower_bound};

@@ -54,6 +54,7 @@ public:
         const auto lower_bound =
             m_window.start("bcl::lpt_swap_partitioner", costs, shape, pack_of.size());
         if (!lower_bound) return {};
+        m_window.packs.reset(shape, costs.size());
         m_lpt.reserve(shape.packs);
         m_refiner.reserve(shape);
         m_lpt(m_window.ranked, m_window.packs);

@@ -1,8 +1,7 @@
 #pragma once
 // Serpentine ("snake") dealing: sorted items dealt to the packs back and forth.
 
-#include <bcl/detail/pack_table.hpp>
-#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/detail/ranked_window.hpp>
 #include <bcl/lower_bound.hpp>
 #include <bcl/partitioner.hpp>
 
@@ -29,29 +28,26 @@ class snake_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        constexpr const char* who = "bcl::snake_partitioner";
+        const auto lower_bound = m_window.start("bcl::snake_partitioner", costs, shape, pack_of.size());
+        if (!lower_bound) return {};
         const std::size_t n = costs.size();
-        detail::check_partition_shape(who, n, shape, pack_of.size());
-        if (n == 0) return {};
         const std::size_t k = shape.packs;
         const std::size_t full = k * shape.pack_size;
-        m_ranked.assign(costs, who);
-        const double lower_bound =
-            detail::pack_lower_bound_prefix(m_ranked.desc(), m_ranked.prefix(), shape);
-        m_packs.reset(shape, full);
+        const detail::ranked_costs& ranked = m_window.ranked;
+        detail::pack_table& packs = m_window.packs;
+        packs.reset(shape, full);
         for (std::size_t r = 0; r < full; ++r) {
             const std::size_t row = r / k;
             const std::size_t column = r % k;
             const std::size_t p = row % 2 == 0 ? column : k - 1 - column;
-            m_packs.append(p, static_cast<std::uint32_t>(r), r < n ? m_ranked.cost(r) : 0.0);
+            packs.append(p, static_cast<std::uint32_t>(r), r < n ? ranked.cost(r) : 0.0);
         }
-        if (n < full) m_packs.gather_placeholders(n, m_ranked);
-        return {m_packs.write(m_ranked, pack_of), lower_bound};
+        if (n < full) packs.gather_placeholders(n, ranked);
+        return {packs.write(ranked, pack_of), *lower_bound};
     }
 
 private:
-    detail::ranked_costs m_ranked;
-    detail::pack_table m_packs;
+    detail::ranked_window m_window;
 };
 
 } // namespace bcl

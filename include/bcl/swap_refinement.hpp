@@ -76,6 +76,7 @@ public:
         constexpr const char* who = "bcl::swap_refinement";
         const auto lower_bound = m_window.start(who, costs, shape, pack_of.size());
         if (!lower_bound) return {};
+        m_window.packs.reset(shape, costs.size());
         m_refiner.reserve(shape);
         m_window.packs.assign(m_window.ranked, pack_of, who);
         m_refiner.run(m_window.ranked, m_window.packs, *lower_bound, effort.above,

@@ -61,10 +61,9 @@ public:
         if (std::abs(target - total) <= close_enough) return total;
 
         m_ranked.assign(costs.subspan(forced), "bcl::detail::target_selector");
-        m_forced = forced;
         reserve(m_ranked.size());
         split_candidates(forced, chosen);
-        total = swap_extremes(target, total, chosen);
+        total = swap_extremes(target, total, forced, chosen);
 
         for (std::size_t swap = 0; swap < max_swaps; ++swap) {
             const double want = target - total; // the change a swap should bring
@@ -130,7 +129,8 @@ private:
     // O(m) search each. The oldest records a round starts from are often far off its target (the
     // records earlier rounds left behind lean one way), which would otherwise take dozens of
     // searches. Returns the new total; the lists are rebuilt if anything moved.
-    double swap_extremes(double target, double total, std::span<std::uint8_t> chosen) {
+    double swap_extremes(double target, double total, std::size_t forced,
+                         std::span<std::uint8_t> chosen) {
         const double want = target - total;
         const bool raise = want > 0.0;
         const std::size_t pairs = std::min(m_in.size(), m_out.size());
@@ -145,7 +145,7 @@ private:
             chosen[leaving.slot] = 0;
             chosen[joining.slot] = 1;
         }
-        if (made > 0) split_candidates(m_forced, chosen);
+        if (made > 0) split_candidates(forced, chosen);
         return total;
     }
 
@@ -163,7 +163,6 @@ private:
     }
 
     ranked_costs m_ranked;         // the free candidates by cost
-    std::size_t m_forced = 0;      // slots below this are not candidates
     std::vector<item> m_in_store;  // room for every candidate in each list
     std::vector<item> m_out_store;
     std::span<item> m_in;          // chosen free candidates, cheapest first

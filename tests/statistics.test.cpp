@@ -197,11 +197,15 @@ TEST_CASE("The delay statistics describe the delays seen: batch index minus arri
           "0 for a record that left early",
           "[statistics]") {
     const bool drop_last = GENERATE(false, true);
+    const bcl::lookahead_policy policy =
+        GENERATE(bcl::lookahead_policy::tumbling, bcl::lookahead_policy::sliding);
     for (const scenario& sc : contract_scenarios(drop_last)) {
         INFO(sc.describe());
-        const observed o = observe(sc.costs(), sc.options());
+        bcl::options opt = sc.options();
+        opt.policy = policy;
+        const observed o = observe(sc.costs(), opt);
         std::vector<double> delays;
-        std::vector<std::uint64_t> histogram(sc.k, 0); // tumbling: delays 0..K-1
+        std::vector<std::uint64_t> histogram(bcl::max_delay_bound(opt) + 1, 0);
         bool beyond_bound = false;
         for (std::size_t j = 0; j < o.batches.size(); ++j)
             for (const std::uint64_t id : o.batches[j]) {
@@ -217,6 +221,8 @@ TEST_CASE("The delay statistics describe the delays seen: batch index minus arri
         CHECK(o.stats.max_delay_batches == static_cast<std::uint64_t>(expected.max));
         CHECK(o.stats.delay_batches.count() == delays.size());
         CHECK(o.stats.delay_batches.mean() == close(expected.mean));
+        CHECK(o.stats.delay_batches.variance() == close(expected.variance));
+        CHECK(o.stats.delay_batches.min() == expected.min);
         CHECK(o.stats.delay_batches.max() == expected.max);
         CHECK(o.stats.delay_histogram == histogram);
     }

@@ -106,6 +106,7 @@ public:
         m_emit_rank.reserve(m_options.lookahead);
         m_next_slot.reserve(m_options.lookahead);
         m_stats.delay_histogram.assign(max_delay_bound(m_options) + 1, 0);
+        m_delay_counts.reserve(delay_tables * (max_delay_bound(m_options) + 1));
     }
 
     /// Everything needed to continue a balancer exactly where it was: the records it holds and
@@ -651,8 +652,9 @@ private:
 
         // Each record's delay: its batch's position in the output stream minus the batch it arrived
         // in (arrival / B). Slots are in buffer order, so arrivals only grow and the arrival batch is
-        // stepped forward instead of divided for; the delays are summed here and merged into the
-        // statistics once per round.
+        // stepped forward instead of divided for. Per record only a count is kept, in one of four
+        // interleaved tables (a record rarely waits for the previous one's increment of the same
+        // counter that way); the round's sums, extremes and histogram are read off the counts.
         m_slot_order.resize(n);
         const std::uint64_t first_batch = m_stats.batches; // every earlier batch was handed out
         const auto slot_of = [this](std::size_t i) -> std::uint32_t {
@@ -661,12 +663,12 @@ private:
         };
         std::uint64_t arrival_batch = n > 0 ? m_arrival[slot_of(0)] / b : 0;
         std::uint64_t next_batch_start = (arrival_batch + 1) * b;
-        std::uint64_t delay_sum = 0;
-        std::uint64_t delay_square_sum = 0;
-        std::uint64_t delay_min = ~std::uint64_t{0};
-        std::uint64_t delay_max = 0;
-        std::uint64_t* const histogram = m_stats.delay_histogram.data();
-        const std::uint64_t last_bucket = m_stats.delay_histogram.size() - 1;
+        // The oldest record arrived first and the last batch goes out last: no delay is larger.
+        const std::uint64_t last_batch = first_batch + packs - 1;
+        const std::size_t widest =
+            static_cast<std::size_t>(n > 0 && last_batch > arrival_batch ? last_batch - arrival_batch : 0) + 1;
+        m_delay_counts.assign(delay_tables * widest, 0);
+        std::uint32_t* const counts = m_delay_counts.data();
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t rank = m_emit_rank[m_pack_of[i]];
             const std::uint32_t slot = slot_of(i);
@@ -677,20 +679,9 @@ private:
             }
             const std::uint64_t emitted_batch = first_batch + rank;
             const std::uint64_t delay = emitted_batch > arrival_batch ? emitted_batch - arrival_batch : 0;
-            delay_sum += delay;
-            delay_square_sum += delay * delay;
-            delay_min = std::min(delay_min, delay);
-            delay_max = std::max(delay_max, delay);
-            ++histogram[std::min(delay, last_bucket)];
+            ++counts[(i % delay_tables) * widest + delay];
         }
-        if (n > 0) {
-            const auto count = static_cast<double>(n);
-            const double mean = static_cast<double>(delay_sum) / count;
-            const double m2 = static_cast<double>(delay_square_sum) - static_cast<double>(delay_sum) * mean;
-            m_stats.delay_batches.merge(running_stats::from_raw(
-                {n, mean, std::max(0.0, m2), static_cast<double>(delay_min), static_cast<double>(delay_max)}));
-            m_stats.max_delay_batches = std::max(m_stats.max_delay_batches, delay_max);
-        }
+        merge_delays(widest);
 
         m_ready.clear();
         for (std::size_t k = 0; k < n; ++k) m_ready.push_back(std::move(m_buffer[m_slot_order[k]]));
@@ -701,6 +692,36 @@ private:
             m_stats.gap_to_lower_bound.add(summary.lower_bound > 0.0
                                                ? std::max(0.0, summary.heaviest / summary.lower_bound - 1.0)
                                                : 0.0);
+    }
+
+    // Adds the round's delay counts (delay_tables interleaved tables of `widest` counts) to the
+    // statistics: their moments, extremes and histogram.
+    void merge_delays(std::size_t widest) {
+        std::uint64_t count = 0;
+        std::uint64_t sum = 0;
+        std::uint64_t square_sum = 0;
+        std::uint64_t lowest = widest;
+        std::uint64_t highest = 0;
+        std::vector<std::uint64_t>& histogram = m_stats.delay_histogram;
+        const std::uint64_t last_bucket = histogram.size() - 1;
+        for (std::uint64_t d = 0; d < widest; ++d) {
+            std::uint64_t c = 0;
+            for (std::size_t t = 0; t < delay_tables; ++t) c += m_delay_counts[t * widest + d];
+            if (c == 0) continue;
+            count += c;
+            sum += c * d;
+            square_sum += c * d * d;
+            lowest = std::min(lowest, d);
+            highest = d;
+            histogram[std::min(d, last_bucket)] += c;
+        }
+        if (count == 0) return;
+        const auto records = static_cast<double>(count);
+        const double mean = static_cast<double>(sum) / records;
+        const double m2 = static_cast<double>(square_sum) - static_cast<double>(sum) * mean;
+        m_stats.delay_batches.merge(running_stats::from_raw(
+            {count, mean, std::max(0.0, m2), static_cast<double>(lowest), static_cast<double>(highest)}));
+        m_stats.max_delay_batches = std::max(m_stats.max_delay_batches, highest);
     }
 
     // Drops the moved-from chosen records and closes the gaps, keeping arrival order.
@@ -723,6 +744,7 @@ private:
     }
 
     static constexpr double surplus_feedback = BCL_SURPLUS_FEEDBACK;
+    static constexpr std::size_t delay_tables = 4; // interleaved delay counts, see partition_round
     static constexpr std::uint64_t quantile_cap_refresh = 64;
 
     Estimator m_estimator;
@@ -758,6 +780,7 @@ private:
     std::vector<std::uint32_t> m_emit_rank;  // pack -> position in emission order
     std::vector<std::uint32_t> m_next_slot;  // counting-sort cursor per emission rank
     std::vector<std::uint32_t> m_slot_order; // buffer slots in emission order
+    std::vector<std::uint32_t> m_delay_counts; // per round: records by delay, delay_tables times
 };
 
 } // namespace bcl

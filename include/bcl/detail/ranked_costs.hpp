@@ -67,6 +67,7 @@ public:
         m_cost.resize(n);
         m_prefix.resize(n + 1);
         m_prefix[0] = 0.0;
+        m_smallest_step = std::numeric_limits<double>::infinity();
         if (n == 0) return;
         // +0.0 turns -0.0 (which passes `cost >= 0`) into +0.0. Every valid cost then has a bit
         // pattern below that of +infinity; negative values, infinities and NaNs do not.
@@ -97,7 +98,15 @@ public:
             sorted = sorted && (r == 0 || m_cost[r - 1] >= m_cost[r]);
         }
         if (!sorted && !repair_ties(n, 4 * n)) sort_exactly(costs);
-        for (std::size_t r = 0; r < n; ++r) m_prefix[r + 1] = m_prefix[r] + m_cost[r];
+        // The smallest step rides along with the prefix sums, whose add chain leaves room for it.
+        double step = std::numeric_limits<double>::infinity();
+        m_prefix[1] = m_cost[0];
+        for (std::size_t r = 1; r < n; ++r) {
+            m_prefix[r + 1] = m_prefix[r] + m_cost[r];
+            const double d = m_cost[r - 1] - m_cost[r];
+            step = d > 0.0 && d < step ? d : step;
+        }
+        m_smallest_step = step;
     }
 
     /// Sizes the scratch for windows of up to n items, so that later calls allocate nothing.
@@ -115,6 +124,10 @@ public:
     /// prefix()[r] is the sum of the r dearest costs; n + 1 values.
     [[nodiscard]] std::span<const double> prefix() const noexcept { return m_prefix; }
     [[nodiscard]] double cost(std::size_t rank) const noexcept { return m_cost[rank]; }
+    /// The smallest positive difference between two of the costs (+infinity if they are all
+    /// equal). A 1-for-1 swap that changes anything moves at least this much cost, so it cannot
+    /// even out two packs closer than this.
+    [[nodiscard]] double smallest_step() const noexcept { return m_smallest_step; }
     /// The input position of the item of rank `rank`.
     [[nodiscard]] std::uint32_t position(std::size_t rank) const noexcept {
         return m_position[rank];
@@ -197,6 +210,7 @@ private:
     std::vector<std::uint32_t> m_position;
     std::vector<double> m_cost;
     std::vector<double> m_prefix;
+    double m_smallest_step = std::numeric_limits<double>::infinity();
 };
 
 } // namespace bcl::detail

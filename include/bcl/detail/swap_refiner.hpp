@@ -42,6 +42,7 @@ public:
         const std::size_t k = packs.packs();
         if (k < 2) return;
         m_packs = &packs;
+        m_step = ranked.smallest_step();
         m_order.resize(k);
         const double optimal = lower_bound + lower_bound * bound_tolerance;
         const double effort_level = lower_bound + lower_bound * effort_above;
@@ -57,11 +58,16 @@ public:
             const double top = packs.load(h);
             if (top <= optimal) return;
             const double least_gain = top * 1e-12; // below this a "gain" is rounding noise
-            if (swap_one(h, l, top - packs.load(l), least_gain)) continue;
-
-            // Phase 1, continued: the lightest pack did not help; every pack, light to heavy.
-            sort_by_load();
-            if (try_each_lighter(h, top, least_gain, l)) continue;
+            // Once h is within one step of the lightest pack (integer token counts: within one
+            // token), no 1-for-1 swap can help any pair of packs: skip the searches, which
+            // would all come back empty.
+            const bool singles_can_help = top - packs.load(l) > m_step;
+            if (singles_can_help) {
+                if (swap_one(h, l, top - packs.load(l), least_gain)) continue;
+                // Phase 1, continued: the lightest pack did not help; every pack, light to heavy.
+                sort_by_load();
+                if (try_each_lighter(h, top, least_gain, l)) continue;
+            }
 
             // Phase 2: single swaps are stuck.
             if (top <= effort_level || budget == 0) return;
@@ -70,7 +76,7 @@ public:
             // move in tiny steps gets ground down in crumbs until the budget is gone.
             const double pair_gain = std::max(least_gain, lower_bound * effort_above / 16);
             if (swap_two(h, l, top - packs.load(l), pair_gain)) continue;
-            if (!make_room(h, budget, least_gain)) return;
+            if (!singles_can_help || !make_room(h, budget, least_gain)) return;
         }
     }
 
@@ -95,7 +101,8 @@ private:
     bool try_each_lighter(std::size_t h, double top, double least_gain, std::size_t skip) {
         for (const std::uint32_t p : m_order) {
             const double gap = top - m_packs->load(p);
-            if (gap <= least_gain) return false; // p and every later pack are as heavy as h
+            // p and every later pack are as heavy as h, or too close for a swap to help.
+            if (gap <= least_gain || gap <= m_step) return false;
             if (p != skip && swap_one(h, p, gap, least_gain)) return true;
         }
         return false;
@@ -110,7 +117,7 @@ private:
             const std::uint32_t q = m_order[i];
             if (q == h) continue;
             const double gap = m_packs->load(q) - m_packs->load(lightest);
-            if (gap <= least_gain || budget == 0) return false;
+            if (gap <= least_gain || gap <= m_step || budget == 0) return false;
             --budget;
             if (swap_one(q, lightest, gap, least_gain)) return true;
         }
@@ -126,7 +133,8 @@ private:
         pack_table& packs = *m_packs;
         const std::size_t hn = packs.count(h);
         const std::size_t pn = packs.count(p);
-        if (hn == 0 || pn == 0 || gap / 2 <= least_gain || !(least_gain > 0.0)) return false;
+        if (hn == 0 || pn == 0 || gap / 2 <= least_gain || gap <= m_step || !(least_gain > 0.0))
+            return false;
         const double* hc = packs.costs(h);
         const double* pc = packs.costs(p);
         const double half = gap / 2;
@@ -243,6 +251,7 @@ private:
     }
 
     pack_table* m_packs = nullptr;
+    double m_step = 0.0;                    // the window's smallest cost step (ranked_costs)
     std::vector<std::uint32_t> m_order;     // packs by load, light to heavy
     std::vector<candidate> m_candidates;    // 2-for-2 search
 };

@@ -383,6 +383,11 @@ private:
     }
 
     // The throws live in their own functions so the per-record path stays small.
+    [[noreturn]] static void throw_bad_pack(std::size_t item, std::uint32_t pack, std::size_t packs) {
+        throw error("bcl::balancer: the partitioner put item " + std::to_string(item) + " in pack " +
+                    std::to_string(pack) + " of a window of " + std::to_string(packs) + " packs");
+    }
+
     [[noreturn]] void throw_bad_estimate(const char* what, double value) const {
         throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) + " has " + what +
                     " " + number(value) + "; it must be finite and >= 0");
@@ -572,15 +577,26 @@ private:
     }
 
     // A wrong count would silently break the batch-size contract, so the partitioner's (and the
-    // memory repair's) output is checked: O(n).
-    void check_pack_sizes(pack_shape shape, std::size_t n) {
+    // memory repair's) output is checked: O(n). With `sum`, the same pass also sums each pack's
+    // costs and memory into m_batch_cost and m_batch_memory.
+    template <bool sum = false>
+    void check_pack_sizes(pack_shape shape, std::span<const double> round_costs,
+                          std::span<const double> round_memory) {
+        const std::size_t n = round_costs.size();
         m_next_slot.assign(shape.packs, 0);
+        if constexpr (sum) {
+            m_batch_cost.assign(shape.packs, 0.0);
+            if constexpr (tracks_memory) m_batch_memory.assign(shape.packs, 0.0);
+        }
         for (std::size_t i = 0; i < n; ++i) {
-            if (m_pack_of[i] >= shape.packs)
-                throw error("bcl::balancer: the partitioner put item " + std::to_string(i) +
-                            " in pack " + std::to_string(m_pack_of[i]) + " of a window of " +
-                            std::to_string(shape.packs) + " packs");
-            ++m_next_slot[m_pack_of[i]];
+            const std::uint32_t p = m_pack_of[i];
+            if (p >= shape.packs) [[unlikely]]
+                throw_bad_pack(i, p, shape.packs);
+            ++m_next_slot[p];
+            if constexpr (sum) {
+                m_batch_cost[p] += round_costs[i];
+                if constexpr (tracks_memory) m_batch_memory[p] += round_memory[i];
+            }
         }
         for (std::size_t p = 0; p < shape.packs; ++p)
             if (m_next_slot[p] != shape.capacity(p, n))
@@ -602,15 +618,15 @@ private:
         m_pack_of.resize(n);
         partition_summary summary =
             m_partitioner(round_costs, shape, std::span<std::uint32_t>(m_pack_of));
-        check_pack_sizes(shape, n);
         if constexpr (tracks_memory) {
             if (m_options.memory_budget > 0.0) {
+                check_pack_sizes(shape, round_costs, round_memory);
                 const double heaviest = m_memory_repair(round_costs, round_memory, shape,
                                                         m_pack_of, m_options.memory_budget);
                 if (heaviest > m_options.memory_budget) throw_round_over_budget(round_memory, packs, heaviest);
-                check_pack_sizes(shape, n);
             }
         }
+        check_pack_sizes<true>(shape, round_costs, round_memory);
 
         // Emission order: full packs shuffled, the short pack (always pack packs-1) last.
         const std::size_t full_packs = packs - (has_short ? 1 : 0);
@@ -618,12 +634,6 @@ private:
         for (std::size_t p = 0; p < packs; ++p) m_emit_rank[p] = static_cast<std::uint32_t>(p);
         if (m_options.shuffle_packs) detail::shuffle(m_emit_rank.data(), full_packs, m_rng);
 
-        m_batch_cost.assign(packs, 0.0);
-        if constexpr (tracks_memory) m_batch_memory.assign(packs, 0.0);
-        for (std::size_t i = 0; i < n; ++i) {
-            m_batch_cost[m_pack_of[i]] += round_costs[i];
-            if constexpr (tracks_memory) m_batch_memory[m_pack_of[i]] += round_memory[i];
-        }
         if (has_short || packs != m_options.lookahead || m_options.memory_budget > 0.0)
             summary.heaviest = *std::max_element(m_batch_cost.begin(), m_batch_cost.end());
         if (m_options.largest_first && m_round == 0 && full_packs > 0) {
@@ -650,29 +660,63 @@ private:
         for (std::size_t rank = 0; rank < packs; ++rank)
             m_next_slot[rank] = static_cast<std::uint32_t>(rank * b);
 
-        // Each record's delay: its batch's position in the output stream minus the batch it arrived
-        // in (arrival / B). Slots are in buffer order, so arrivals only grow and the arrival batch is
-        // stepped forward instead of divided for. Per record only a count is kept, in one of four
-        // interleaved tables (a record rarely waits for the previous one's increment of the same
-        // counter that way); the round's sums, extremes and histogram are read off the counts.
-        m_slot_order.resize(n);
+        // Delays (see place_records) run from 0 to at most `widest` - 1. A round is never empty.
         const std::uint64_t first_batch = m_stats.batches; // every earlier batch was handed out
-        const auto slot_of = [this](std::size_t i) -> std::uint32_t {
-            if constexpr (whole_buffer) return static_cast<std::uint32_t>(i);
-            else return m_round_slots[i];
-        };
-        std::uint64_t arrival_batch = n > 0 ? m_arrival[slot_of(0)] / b : 0;
-        std::uint64_t next_batch_start = (arrival_batch + 1) * b;
+        std::uint64_t arrival_batch = m_arrival[slot_of<whole_buffer>(0)] / b;
         // The oldest record arrived first and the last batch goes out last: no delay is larger.
         const std::uint64_t last_batch = first_batch + packs - 1;
         const std::size_t widest =
-            static_cast<std::size_t>(n > 0 && last_batch > arrival_batch ? last_batch - arrival_batch : 0) + 1;
+            static_cast<std::size_t>(last_batch > arrival_batch ? last_batch - arrival_batch : 0) + 1;
         m_delay_counts.assign(delay_tables * widest, 0);
+        // Records are moved to their batch's place in m_ready in the same pass. In the steady
+        // state m_ready already holds a round's worth of (handed-out) records, which are simply
+        // assigned over; otherwise the places are listed first and the records gathered after.
+        if (m_ready.size() == n) {
+            place_records<whole_buffer, true>(n, first_batch, arrival_batch, widest);
+        } else {
+            m_slot_order.resize(n);
+            place_records<whole_buffer, false>(n, first_batch, arrival_batch, widest);
+            m_ready.clear();
+            for (std::size_t k = 0; k < n; ++k) m_ready.push_back(std::move(m_buffer[m_slot_order[k]]));
+        }
+        merge_delays(widest);
+        m_next_batch = 0;
+
+        ++m_stats.windows;
+        if (!has_short && packs == m_options.lookahead)
+            m_stats.gap_to_lower_bound.add(summary.lower_bound > 0.0
+                                               ? std::max(0.0, summary.heaviest / summary.lower_bound - 1.0)
+                                               : 0.0);
+    }
+
+    // The buffer slot of the round's i-th record: the whole buffer, or the slots listed in
+    // m_round_slots.
+    template <bool whole_buffer>
+    [[nodiscard]] std::uint32_t slot_of(std::size_t i) const noexcept {
+        if constexpr (whole_buffer) return static_cast<std::uint32_t>(i);
+        else return m_round_slots[i];
+    }
+
+    // Puts each of the round's n records at its place in emission order (m_next_slot holds each
+    // batch's next place): moved into m_ready when `into_ready`, else listed in m_slot_order. And
+    // counts each record's delay: its batch's position in the output stream minus the batch it
+    // arrived in (arrival / B). Slots are in buffer order, so arrivals only grow and the arrival
+    // batch is stepped forward instead of divided for. Per record only a count is kept, in one
+    // of delay_tables interleaved tables of `widest` counts (a record rarely waits for the
+    // previous one's increment of the same counter that way); merge_delays reads the round's
+    // statistics off them.
+    template <bool whole_buffer, bool into_ready>
+    void place_records(std::size_t n, std::uint64_t first_batch, std::uint64_t arrival_batch,
+                       std::size_t widest) noexcept {
+        const std::size_t b = m_options.batch_size;
+        std::uint64_t next_batch_start = (arrival_batch + 1) * b;
         std::uint32_t* const counts = m_delay_counts.data();
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t rank = m_emit_rank[m_pack_of[i]];
-            const std::uint32_t slot = slot_of(i);
-            m_slot_order[m_next_slot[rank]++] = slot;
+            const std::uint32_t slot = slot_of<whole_buffer>(i);
+            const std::uint32_t place = m_next_slot[rank]++;
+            if constexpr (into_ready) m_ready[place] = std::move(m_buffer[slot]);
+            else m_slot_order[place] = slot;
             while (m_arrival[slot] >= next_batch_start) {
                 ++arrival_batch;
                 next_batch_start += b;
@@ -681,17 +725,6 @@ private:
             const std::uint64_t delay = emitted_batch > arrival_batch ? emitted_batch - arrival_batch : 0;
             ++counts[(i % delay_tables) * widest + delay];
         }
-        merge_delays(widest);
-
-        m_ready.clear();
-        for (std::size_t k = 0; k < n; ++k) m_ready.push_back(std::move(m_buffer[m_slot_order[k]]));
-        m_next_batch = 0;
-
-        ++m_stats.windows;
-        if (!has_short && packs == m_options.lookahead)
-            m_stats.gap_to_lower_bound.add(summary.lower_bound > 0.0
-                                               ? std::max(0.0, summary.heaviest / summary.lower_bound - 1.0)
-                                               : 0.0);
     }
 
     // Adds the round's delay counts (delay_tables interleaved tables of `widest` counts) to the

@@ -76,7 +76,10 @@ public:
     /// Throws bcl::error if the options are invalid (see bcl::validate).
     balancer(Estimator estimator, options opt, Partitioner partitioner = Partitioner{})
         : m_estimator(std::move(estimator)), m_partitioner(std::move(partitioner)),
-          m_options(checked(opt)), m_capacity(buffer_capacity(m_options)), m_rng(opt.seed) {
+          m_options(checked(opt)), m_capacity(buffer_capacity(m_options)),
+          m_costs_only(!tracks_memory && m_options.cap.kind == cap_kind::none &&
+                       m_options.memory_budget <= 0.0),
+          m_rng(opt.seed) {
         const std::size_t buffer = m_capacity;
         const std::size_t window = round_size();
         if (m_options.cap.kind != cap_kind::none && m_options.cap.action == cap_action::truncate &&
@@ -188,6 +191,13 @@ public:
     /// error (its memory over options::memory_budget); it is still the caller's.
     void push(Record&& r) {
         if (m_finished || m_buffer.size() == m_capacity) make_room();
+        if (m_costs_only) {
+            // No cap, no memory: the estimate is the cost, and nothing else is looked at.
+            const double cost = checked_cost(r);
+            m_buffer.push_back(std::move(r));
+            accept({cost, 0.0, cost, false});
+            return;
+        }
         const estimate e = estimate_and_cap(r);
         m_buffer.push_back(std::move(r));
         accept(e);
@@ -486,6 +496,10 @@ private:
         if constexpr (tracks_memory) m_memory.push_back(e.memory);
         m_arrival.push_back(m_stats.records_in);
         m_arrival_cost_total += e.cost;
+        if (m_costs_only) [[likely]] {
+            ++m_stats.records_in;
+            return;
+        }
         if (m_options.cap.kind == cap_kind::quantile) m_sketch.add(e.observed);
         if (e.capped) ++m_stats.records_capped;
         ++m_stats.records_in;
@@ -784,6 +798,7 @@ private:
     Partitioner m_partitioner;
     options m_options;
     std::size_t m_capacity; // buffer_capacity(m_options)
+    bool m_costs_only;      // no cap and no memory estimate: push() estimates the cost alone
     detail::splitmix64 m_rng;
     detail::target_selector m_selector;
     statistics m_stats;

@@ -542,8 +542,14 @@ private:
     // Once the input has ended the buffer is all that is left, so its surplus is spread evenly
     // over the remaining rounds (each takes its share of what is held) rather than left to the last.
     [[nodiscard]] double round_target(std::size_t take) const noexcept {
-        double held = 0.0;
-        for (const double c : m_costs) held += c;
+        // Four running sums, so the adds do not each wait for the previous one: the buffer holds
+        // two windows or more, and a single chain of adds was a visible part of a sliding round.
+        double lane[4] = {0.0, 0.0, 0.0, 0.0};
+        std::size_t i = 0;
+        for (; i + 4 <= m_costs.size(); i += 4)
+            for (std::size_t l = 0; l < 4; ++l) lane[l] += m_costs[i + l];
+        for (; i < m_costs.size(); ++i) lane[0] += m_costs[i];
+        const double held = (lane[0] + lane[1]) + (lane[2] + lane[3]);
         const auto held_records = static_cast<double>(m_costs.size());
         if (m_finished) return held * static_cast<double>(take) / held_records;
         const double mean = m_arrival_cost_total / static_cast<double>(m_stats.records_in);

@@ -10,7 +10,9 @@ Usage:
 Reads the medians when the run has repetitions (the plain results otherwise) and prints, per
 target shape, ns/record, the ratio to baseline/sort of the same shape, gap_to_lb and allocations
 per window; then the K x B grids of ns/record (with that ratio) for the baselines and the adapters,
-and of gap_to_lb for partition/default; then the targets of issue 3 and 5 checked on these numbers.
+and of gap_to_lb for partition/default; then the targets of issue 3 and 5 checked on these numbers;
+then, if the run has them, the distribution/* tables of docs/partitioners.md (gap_to_lb, with
+ns/record in parentheses).
 """
 
 import json
@@ -123,6 +125,28 @@ def main():
     checks.append("- allocations per window after warm-up: "
                   + ("0 in every benchmark" if not allocating else "NOT 0 in " + ", ".join(allocating)))
     print("\n".join(checks))
+
+    sources = ["lognormal", "pareto", "uniform", "sharegpt", "alpaca", "gsm8k", "azure_conv",
+               "mooncake", "proteins"]
+    algorithms = ["lpt_swap", "lpt_swap_single", "lpt", "karmarkar_karp", "karmarkar_karp_swap",
+                  "snake"]
+    shapes = sorted({(k, b) for (n, k, b) in rows if n.startswith("distribution/")},
+                    key=lambda kb: (kb[0] * kb[1], kb[0]))
+    for k, b in shapes:
+        print(f"\nK:{k}/B:{b} ({k * b} records per window)\n")
+        print("| lengths | " + " | ".join(f"`{a}`" for a in algorithms) + " |")
+        print("|---|" + "---:|" * len(algorithms))
+        for src in sources:
+            cells = []
+            for a in algorithms:
+                row = rows.get((f"distribution/{src}/{a}", k, b))
+                if row is None:
+                    cells.append("")
+                    continue
+                # Below 1e-12 the gap is the rounding of the loads' sums: at the bound.
+                gap = "0" if row["gap"] < 1e-12 else f"{row['gap']:.1e}"
+                cells.append(f"{gap} ({ns_per_record(row):.0f})")
+            print(f"| {src} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

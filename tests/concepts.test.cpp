@@ -2,6 +2,7 @@
 // satisfies it, one model per numbered requirement of its doc comment that breaks exactly that
 // requirement (and meets the others) and is rejected, and models of what it does not require.
 
+#include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/lpt_swap_partitioner.hpp>
@@ -182,6 +183,24 @@ struct configured_partitioner {
 };
 
 } // namespace
+
+// bcl::balance(range, estimator, options) is offered only for ranges of records, so a range of
+// anything else fails at the call, naming the unmet constraint.
+struct unit_cost {
+    template <class Record>
+    double operator()(const Record&) const {
+        return 1.0;
+    }
+};
+template <class Range>
+concept balanceable = requires(Range range) { bcl::balance(std::move(range), unit_cost{}, bcl::options{}); };
+
+TEST_CASE("bcl::balance takes ranges of records only", "[concepts]") {
+    STATIC_REQUIRE(balanceable<std::vector<plain_record>>);
+    STATIC_REQUIRE(balanceable<std::vector<move_only_no_default_record>>);
+    STATIC_REQUIRE_FALSE(balanceable<std::vector<const_member_record>>);
+    STATIC_REQUIRE_FALSE(balanceable<std::vector<throwing_move_record>>);
+}
 
 TEST_CASE("bcl::record accepts non-const object types that are nothrow move-constructible and "
           "move-assignable, and rejects the rest",

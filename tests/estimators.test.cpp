@@ -111,10 +111,20 @@ TEST_CASE("table(costs, projection) looks the cost up by an integral key", "[est
         const auto empty = bcl::table(std::vector<double>{});
         CHECK_THROWS_AS(empty(0), bcl::error);
     }
-    SECTION("a non-integral key is rejected at compile time") {
+    SECTION("a non-integral, bool or character key is rejected at compile time") {
         STATIC_REQUIRE_FALSE(std::invocable<const bcl::table_cost<>&, double>);
+        STATIC_REQUIRE_FALSE(std::invocable<const bcl::table_cost<>&, bool>);
+        STATIC_REQUIRE_FALSE(std::invocable<const bcl::table_cost<>&, char>);
+        STATIC_REQUIRE_FALSE(std::invocable<const bcl::table_cost<>&, char8_t>);
+        STATIC_REQUIRE_FALSE(std::invocable<const bcl::table_cost<>&, wchar_t>);
         STATIC_REQUIRE_FALSE(
             bcl::cost_estimator<bcl::table_cost<decltype(&sample::seconds)>, sample>);
+    }
+    SECTION("small integer keys, std::uint8_t and std::int8_t included") {
+        const auto cost8 = bcl::table({1.5, 2.5});
+        CHECK(cost8(std::uint8_t{1}) == 2.5);
+        CHECK(cost8(short{0}) == 1.5);
+        CHECK_THROWS_WITH(cost8(std::int8_t{-3}), Contains("-3"));
     }
     SECTION("a key error from the table reaches the user through a balancer unchanged") {
         bcl::balancer<sample, bcl::table_cost<int sample::*>> b{cost,

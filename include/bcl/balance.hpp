@@ -108,7 +108,7 @@ private:
 /// Throws bcl::error for invalid options; see balance_view for errors while iterating.
 template <std::ranges::viewable_range Range, class Estimator,
           partitioner Partitioner = lpt_swap_partitioner>
-    requires std::ranges::input_range<Range> &&
+    requires std::ranges::input_range<Range> && record<std::ranges::range_value_t<Range>> &&
              cost_estimator<Estimator, std::ranges::range_value_t<Range>>
 [[nodiscard]] auto balance(Range&& range, Estimator estimator, options opt,
                            Partitioner partitioner = {}) {

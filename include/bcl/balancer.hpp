@@ -797,7 +797,7 @@ private:
     }
 
     static constexpr double surplus_feedback = BCL_SURPLUS_FEEDBACK;
-    static constexpr std::size_t delay_tables = 4; // interleaved delay counts, see partition_round
+    static constexpr std::size_t delay_tables = 4; // interleaved delay counts, see place_records
     static constexpr std::uint64_t quantile_cap_refresh = 64;
 
     Estimator m_estimator;

@@ -59,8 +59,17 @@ template <class Projection = std::identity>
     return {scale, std::move(projection)};
 }
 
+/// An integer usable as a table index: a signed or unsigned integer type, including signed char
+/// and unsigned char (std::int8_t, std::uint8_t), but not bool or a character type (char,
+/// wchar_t, char8_t, char16_t, char32_t): such a key is more likely a mistake than a bucket.
+template <class T>
+concept table_key = std::integral<T> && !std::same_as<T, bool> && !std::same_as<T, char> &&
+                    !std::same_as<T, wchar_t> && !std::same_as<T, char8_t> &&
+                    !std::same_as<T, char16_t> && !std::same_as<T, char32_t>;
+
 /// Looks the cost up in a table indexed by an integral key of the record, e.g. a measured step
-/// time per image-size bucket. A key outside the table is a bcl::error naming the key.
+/// time per image-size bucket. A key outside the table is a bcl::error naming the key. A key of
+/// another type (floating-point, bool, a character) does not compile.
 template <class Projection = std::identity>
 struct table_cost {
     std::vector<double> table;
@@ -68,7 +77,7 @@ struct table_cost {
 
     template <class Record>
         requires std::invocable<const Projection&, const Record&> &&
-                 std::integral<std::remove_cvref_t<std::invoke_result_t<const Projection&, const Record&>>>
+                 table_key<std::remove_cvref_t<std::invoke_result_t<const Projection&, const Record&>>>
     [[nodiscard]] double operator()(const Record& r) const {
         const auto key = std::invoke(projection, r);
         if (std::cmp_less(key, 0) || std::cmp_greater_equal(key, table.size()))

@@ -515,21 +515,21 @@ private:
         const std::uint64_t per_round = round_size();
         const auto max_age = static_cast<std::int64_t>(m_options.max_age);
         const auto now = static_cast<std::int64_t>(m_round);
-        // A record's first round: 0 for the first `capacity` arrivals, then one more per K*B. The
-        // arrivals only grow along the buffer, so after the oldest record's round (one division)
-        // the round is stepped forward, not divided for.
-        const std::uint64_t oldest = m_arrival.empty() ? 0 : m_arrival.front();
-        std::uint64_t first_round = oldest < capacity ? 0 : (oldest - capacity) / per_round + 1;
-        std::uint64_t next_round_from = capacity + first_round * per_round; // a later round's arrivals
+        // A record's first round: 0 for the first `capacity` arrivals, then one more per K*B.
+        // Arrivals only grow along the buffer, so the records of one first round are contiguous,
+        // and within them (p + 1) - (deadline - now) * K*B is largest at the last: one binary
+        // search per first round present (a handful) instead of a step per record.
         std::int64_t due = 0;
-        for (std::size_t p = 0; p < m_arrival.size(); ++p) {
-            while (m_arrival[p] >= next_round_from) {
-                ++first_round;
-                next_round_from += per_round;
-            }
+        const auto arrivals_end = m_arrival.end();
+        for (auto group = m_arrival.begin(); group != arrivals_end;) {
+            const std::uint64_t arrival = *group;
+            const std::uint64_t first_round = arrival < capacity ? 0 : (arrival - capacity) / per_round + 1;
+            const std::uint64_t next_round_from = capacity + first_round * per_round;
+            group = std::lower_bound(group, arrivals_end, next_round_from);
+            const auto last = static_cast<std::int64_t>(group - m_arrival.begin()); // p + 1 of its last
             const std::int64_t rounds_left =
                 std::max<std::int64_t>(static_cast<std::int64_t>(first_round) + max_age - now, 0);
-            due = std::max(due, static_cast<std::int64_t>(p + 1) - rounds_left * static_cast<std::int64_t>(per_round));
+            due = std::max(due, last - rounds_left * static_cast<std::int64_t>(per_round));
         }
         return std::min(static_cast<std::size_t>(due), take);
     }

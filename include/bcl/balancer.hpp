@@ -191,13 +191,6 @@ public:
     /// error (its memory over options::memory_budget); it is still the caller's.
     void push(Record&& r) {
         if (m_finished || m_buffer.size() == m_capacity) make_room();
-        if (m_costs_only) {
-            // No cap, no memory: the estimate is the cost, and nothing else is looked at.
-            const double cost = checked_cost(r);
-            m_buffer.push_back(std::move(r));
-            accept({cost, 0.0, cost, false});
-            return;
-        }
         const estimate e = estimate_and_cap(r);
         m_buffer.push_back(std::move(r));
         accept(e);
@@ -449,6 +442,8 @@ private:
     estimate estimate_and_cap(Record& r) {
         estimate e{checked_cost(r), 0.0, 0.0, false};
         e.observed = e.cost;
+        if (m_costs_only) [[likely]]
+            return e; // no cap, no memory: the estimate is the cost, and nothing else is looked at
         const double cap = current_cap();
         if (e.cost > cap) {
             e.capped = true;
@@ -496,10 +491,6 @@ private:
         if constexpr (tracks_memory) m_memory.push_back(e.memory);
         m_arrival.push_back(m_stats.records_in);
         m_arrival_cost_total += e.cost;
-        if (m_costs_only) [[likely]] {
-            ++m_stats.records_in;
-            return;
-        }
         if (m_options.cap.kind == cap_kind::quantile) m_sketch.add(e.observed);
         if (e.capped) ++m_stats.records_capped;
         ++m_stats.records_in;

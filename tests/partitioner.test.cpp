@@ -250,7 +250,7 @@ TEST_CASE("The partitioner finds the optimal partition of the vast majority of s
     // Measured: 3452/3520 = 98.07% of full windows (every window of K=2 and of B=2 optimal;
     // the worst shape is K=3,B=4 at 403/440).
     CHECK(full_fraction >= 0.96);
-    // Measured: 5381/5720 = 94.07% of short final windows. Worst with one slot missing (K=3,B=4,
+    // Measured: 5380/5720 = 94.06% of short final windows. Worst with one slot missing (K=3,B=4,
     // n=11: 302/440), and on a giant outlier: capped LPT gives the largest item to pack 0, a full
     // pack, where the optimum puts it in the short pack with fewer partners.
     CHECK(short_fraction >= 0.92);

@@ -733,7 +733,10 @@ private:
                 next_batch_start += b;
             }
             const std::uint64_t emitted_batch = first_batch + rank;
-            const std::uint64_t delay = emitted_batch > arrival_batch ? emitted_batch - arrival_batch : 0;
+            // A record of a later arrival batch can go out in an earlier batch: delay 0. Masked,
+            // not selected: which records do is a coin flip, and GCC makes a selection a branch.
+            const std::uint64_t late = std::uint64_t{0} - std::uint64_t{emitted_batch > arrival_batch};
+            const std::uint64_t delay = (emitted_batch - arrival_batch) & late;
             ++counts[(i % delay_tables) * widest + delay];
         }
     }

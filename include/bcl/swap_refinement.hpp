@@ -32,11 +32,12 @@ struct refinement_effort {
 /// Improves an existing partition in place by exchanging items between packs.
 ///
 /// Each round looks at the heaviest pack h.
-///   Phase 1: the best 1-for-1 swap of h with the lightest pack, else with every other pack from
-///     light to heavy. "Best" is the pair (x in h, y in p) whose difference x - y in (0, gap)
-///     comes closest to gap / 2: the swap that lowers the larger of the two packs the most.
-///     Skipped, as it cannot succeed, once h is within the smallest difference between two of
-///     the window's costs of the lightest pack.
+///   Phase 1: a good 1-for-1 swap of h with the lightest pack, else with every other pack from
+///     light to heavy. The best swap is the pair (x in h, y in p) whose difference x - y in
+///     (0, gap) comes closest to gap / 2, lowering the larger of the two packs the most; the
+///     search, from h's cheapest item up, takes the first pair that achieves at least 3/4 of
+///     that most (gap * 3/8), else the best there is. Skipped, as it cannot succeed, once h is
+///     within the smallest difference between two of the window's costs of the lightest pack.
 ///   Phase 2, only while h is more than `effort.above` above the bound and within the budget:
 ///     a) the best 2-for-2 exchange of h with the lightest pack: two swaps that are useless alone
 ///        (one overshoots the gap, one goes the wrong way) but add up to a step inside it. This

@@ -51,8 +51,10 @@ private:
                 lightest = lighter ? m_load[p] : lightest;
                 best = lighter ? p : best;
             }
-            packs.append(best, static_cast<std::uint32_t>(r), ranked.cost(r));
-            m_load[best] = packs.count(best) < packs.capacity(best) ? packs.load(best) : closed;
+            const double cost = ranked.cost(r);
+            packs.append(best, static_cast<std::uint32_t>(r), cost);
+            // lightest + cost is the pack's new load, bit for bit, without reading it back.
+            m_load[best] = packs.count(best) < packs.capacity(best) ? lightest + cost : closed;
         }
     }
 

@@ -99,14 +99,17 @@ public:
         }
         if (!sorted && !repair_ties(n, 4 * n)) sort_exactly(costs);
         // The smallest step rides along with the prefix sums, whose add chain leaves room for it.
-        double step = std::numeric_limits<double>::infinity();
+        // Steps are >= 0 (the costs are sorted); minimised as bit patterns minus one, which order
+        // like the values but put a zero step (a tie) last, so the minimum is a conditional move
+        // rather than a branch that ties make unpredictable.
+        std::uint64_t step = std::bit_cast<std::uint64_t>(std::numeric_limits<double>::infinity()) - 1;
         m_prefix[1] = m_cost[0];
         for (std::size_t r = 1; r < n; ++r) {
             m_prefix[r + 1] = m_prefix[r] + m_cost[r];
             const double d = m_cost[r - 1] - m_cost[r];
-            step = d > 0.0 && d < step ? d : step;
+            step = std::min(step, std::bit_cast<std::uint64_t>(d) - 1);
         }
-        m_smallest_step = step;
+        m_smallest_step = std::bit_cast<double>(step + 1);
     }
 
     /// Sizes the scratch for windows of up to n items, so that later calls allocate nothing.

@@ -396,6 +396,53 @@ TEST_CASE("Swap refinement rejects a pack_of that is not a partition of the shap
     CHECK_NOTHROW(refine(costs, {3, 2}, valid));
 }
 
+namespace {
+
+/// Capped LPT the plain way, as its documentation states it: items by cost high to low (ties by
+/// position), each to the lightest pack with a free slot (ties to the lowest pack id).
+std::vector<std::uint32_t> reference_capped_lpt(const cost_list& costs, bcl::pack_shape shape) {
+    const std::size_t n = costs.size();
+    std::vector<std::uint32_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return costs[a] > costs[b]; });
+    std::vector<double> load(shape.packs, 0.0);
+    std::vector<std::size_t> count(shape.packs, 0);
+    std::vector<std::uint32_t> pack_of(n);
+    for (const std::uint32_t item : order) {
+        std::size_t best = shape.packs;
+        for (std::size_t p = 0; p < shape.packs; ++p)
+            if (count[p] < shape.capacity(p, n) && (best == shape.packs || load[p] < load[best]))
+                best = p;
+        pack_of[item] = static_cast<std::uint32_t>(best);
+        load[best] += costs[item];
+        ++count[best];
+    }
+    return pack_of;
+}
+
+} // namespace
+
+TEST_CASE("lpt_partitioner makes exactly capped LPT's choices, whichever way it finds the lightest "
+          "pack (a scan, groups of 8, a winner tree)",
+          "[partitioners][lpt]") {
+    bcl::lpt_partitioner lpt;
+    std::uint64_t counter = 1100;
+    // Across each switch: up to 24 packs a plain scan, up to 256 groups, above that a tree.
+    for (const std::size_t k : size_list({1, 2, 7, 24, 25, 33, 64, 100, 256, 257, 300}))
+        for (const std::size_t b : size_list({1, 2, 5, 16}))
+            for (const distribution& dist : all_distributions()) {
+                // A full window and one with a short last pack.
+                for (const std::size_t n : {k * b, k * b - (b > 1 ? b / 2 : 0)}) {
+                    const cost_list costs = dist.generate(n, case_seed(++counter));
+                    std::vector<std::uint32_t> pack_of(n);
+                    lpt(costs, {k, b}, pack_of);
+                    INFO(fmt::format("K={} B={} n={} costs={}", k, b, n, dist.name));
+                    CHECK(pack_of == reference_capped_lpt(costs, {k, b}));
+                }
+            }
+}
+
 TEST_CASE("lpt_swap_partitioner is capped LPT followed by swap refinement: refined<lpt> gives the "
           "same packs",
           "[partitioners][refinement]") {

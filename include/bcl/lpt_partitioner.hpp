@@ -23,11 +23,11 @@ namespace bcl {
 /// it ends 1e-4 to a few percent above the lower bound, about 2e-3 on lognormal token windows at
 /// K=8, B=64; `lpt_swap_partitioner` refines that to about 1e-5.
 ///
-/// O(n) radix sort, then O(n K) for K <= 32 or O(n log K) above. The summary's lower bound is
-/// pack_lower_bound_sorted's (computed from prefix sums: equal up to rounding). Scratch space is
-/// kept: after the first call of the largest window it allocates nothing. Throws bcl::error if the
-/// shape does not fit the costs, pack_of has the wrong length, or a cost is negative, infinite or
-/// NaN.
+/// O(n) radix sort, then O(n K) for K <= 24, O(n (K/8 + 8)) up to 256, O(n log K) above. The
+/// summary's lower bound is pack_lower_bound_sorted's (computed from prefix sums: equal up to
+/// rounding). Scratch space is kept: after the first call of the largest window it allocates
+/// nothing. Throws bcl::error if the shape does not fit the costs, pack_of has the wrong length,
+/// or a cost is negative, infinite or NaN.
 class lpt_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,

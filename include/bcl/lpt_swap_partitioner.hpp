@@ -37,8 +37,8 @@ namespace bcl {
 /// pack, where one unit is already 1e-3); optimal on about 98% of windows small enough to solve
 /// exactly.
 ///
-/// Cost: O(n) sort, O(n K) (K <= 32) or O(n log K) LPT, then typically about K rounds of
-/// O(K + B) each, plus phase 2 where it runs. Scratch space is kept between calls: after the
+/// Cost: O(n) sort, O(n K) LPT at most (less for many packs, see lpt_partitioner), then
+/// typically about K rounds of O(K + B) each, plus phase 2 where it runs. Scratch space is kept between calls: after the
 /// first call of the largest window it allocates nothing. Throws bcl::error if the shape does not
 /// fit the costs, pack_of has the wrong length, or a cost is negative, infinite or NaN.
 class lpt_swap_partitioner {

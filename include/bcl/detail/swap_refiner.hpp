@@ -49,6 +49,7 @@ public:
         m_packs = &packs;
         m_step = ranked.smallest_step();
         m_order.resize(k);
+        m_order_kept = false;
         const double optimal = lower_bound + lower_bound * bound_tolerance;
         const double effort_level = lower_bound + lower_bound * effort_above;
         std::size_t budget = effort_per_pack * k;
@@ -93,12 +94,29 @@ private:
     };
 
 
+    // Packs by (load, id), light to heavy. The first time in a window, a sort; after that an
+    // insertion sort of the previous order: between two calls only the few packs that moves
+    // touched have new loads, so the order is nearly sorted already (about K compares, where a
+    // fresh sort takes K log K with mispredicted branches). The order is total, so either gives
+    // the same result.
     void sort_by_load() {
         const pack_table& packs = *m_packs;
-        for (std::size_t p = 0; p < m_order.size(); ++p) m_order[p] = static_cast<std::uint32_t>(p);
-        std::sort(m_order.begin(), m_order.end(), [&packs](std::uint32_t x, std::uint32_t y) {
+        const auto lighter = [&packs](std::uint32_t x, std::uint32_t y) {
             return packs.load(x) < packs.load(y) || (packs.load(x) == packs.load(y) && x < y);
-        });
+        };
+        if (!m_order_kept) {
+            for (std::size_t p = 0; p < m_order.size(); ++p)
+                m_order[p] = static_cast<std::uint32_t>(p);
+            std::sort(m_order.begin(), m_order.end(), lighter);
+            m_order_kept = true;
+            return;
+        }
+        for (std::size_t i = 1; i < m_order.size(); ++i) {
+            const std::uint32_t p = m_order[i];
+            std::size_t j = i;
+            for (; j > 0 && lighter(p, m_order[j - 1]); --j) m_order[j] = m_order[j - 1];
+            m_order[j] = p;
+        }
     }
 
     // 1-for-1 swaps of pack h against every lighter pack but `skip`, light to heavy (m_order must
@@ -270,6 +288,7 @@ private:
     pack_table* m_packs = nullptr;
     double m_step = 0.0;                    // the window's smallest cost step (ranked_costs)
     std::vector<std::uint32_t> m_order;     // packs by load, light to heavy
+    bool m_order_kept = false;              // m_order holds this window's packs (sort_by_load)
     std::vector<candidate> m_candidates;    // 2-for-2 search
 };
 

@@ -48,22 +48,40 @@ private:
     static constexpr std::size_t grouped_scan_limit = 256;
     static constexpr double closed = std::numeric_limits<double>::infinity();
 
+    struct lightest_pack {
+        std::size_t index; // the first of the lightest, so ties go to the lowest id
+        double load;
+    };
+
+    // The lightest of `count` loads, by K compares written to compile to conditional moves: which
+    // pack wins is data-dependent, and a branch on it would mispredict.
+    static lightest_pack lightest_of(const double* load, std::size_t count) noexcept {
+        lightest_pack best{0, load[0]};
+        for (std::size_t p = 1; p < count; ++p) {
+            const bool lighter = load[p] < best.load;
+            best.load = lighter ? load[p] : best.load;
+            best.index = lighter ? p : best.index;
+        }
+        return best;
+    }
+
+    // Puts the item of rank r into pack p, whose load (open, so finite) is `load`, and records
+    // its new load, or +infinity once it is full. load + cost is the pack's new load, bit for bit,
+    // without reading it back.
+    void place(const ranked_costs& ranked, pack_table& packs, std::size_t r, std::size_t p,
+               double load) noexcept {
+        const double cost = ranked.cost(r);
+        packs.append(p, static_cast<std::uint32_t>(r), cost);
+        m_load[p] = packs.count(p) < packs.capacity(p) ? load + cost : closed;
+    }
+
     void scan(const ranked_costs& ranked, pack_table& packs) {
         const std::size_t n = ranked.size();
         const std::size_t k = packs.packs();
         m_load.assign(k, 0.0);
         for (std::size_t r = 0; r < n; ++r) {
-            std::size_t best = 0;
-            double lightest = m_load[0];
-            for (std::size_t p = 1; p < k; ++p) { // written to compile to conditional moves
-                const bool lighter = m_load[p] < lightest;
-                lightest = lighter ? m_load[p] : lightest;
-                best = lighter ? p : best;
-            }
-            const double cost = ranked.cost(r);
-            packs.append(best, static_cast<std::uint32_t>(r), cost);
-            // lightest + cost is the pack's new load, bit for bit, without reading it back.
-            m_load[best] = packs.count(best) < packs.capacity(best) ? lightest + cost : closed;
+            const lightest_pack best = lightest_of(m_load.data(), k);
+            place(ranked, packs, r, best.index, best.load);
         }
     }
 
@@ -80,27 +98,12 @@ private:
         for (std::size_t g = 0; g < groups; ++g)
             m_group_best[g] = static_cast<std::uint32_t>(g * group_size);
         for (std::size_t r = 0; r < n; ++r) {
-            std::size_t group = 0;
-            double lightest = m_group_load[0];
-            for (std::size_t g = 1; g < groups; ++g) { // conditional moves, as in scan()
-                const bool lighter = m_group_load[g] < lightest;
-                lightest = lighter ? m_group_load[g] : lightest;
-                group = lighter ? g : group;
-            }
-            const std::size_t best = m_group_best[group];
-            const double cost = ranked.cost(r);
-            packs.append(best, static_cast<std::uint32_t>(r), cost);
-            m_load[best] = packs.count(best) < packs.capacity(best) ? lightest + cost : closed;
-            const double* load = m_load.data() + group * group_size;
-            std::size_t in_group = 0;
-            double group_lightest = load[0];
-            for (std::size_t p = 1; p < group_size; ++p) {
-                const bool lighter = load[p] < group_lightest;
-                group_lightest = lighter ? load[p] : group_lightest;
-                in_group = lighter ? p : in_group;
-            }
-            m_group_load[group] = group_lightest;
-            m_group_best[group] = static_cast<std::uint32_t>(group * group_size + in_group);
+            const lightest_pack group = lightest_of(m_group_load.data(), groups);
+            place(ranked, packs, r, m_group_best[group.index], group.load);
+            const std::size_t first = group.index * group_size;
+            const lightest_pack in_group = lightest_of(m_load.data() + first, group_size);
+            m_group_load[group.index] = in_group.load;
+            m_group_best[group.index] = static_cast<std::uint32_t>(first + in_group.index);
         }
     }
 
@@ -119,8 +122,7 @@ private:
         for (std::size_t node = leaves; node-- > 1;) replay(node);
         for (std::size_t r = 0; r < n; ++r) {
             const std::uint32_t p = m_winner[1];
-            packs.append(p, static_cast<std::uint32_t>(r), ranked.cost(r));
-            m_load[p] = packs.count(p) < packs.capacity(p) ? packs.load(p) : closed;
+            place(ranked, packs, r, p, m_load[p]);
             for (std::size_t node = (leaves + p) / 2; node >= 1; node /= 2) replay(node);
         }
     }

@@ -237,3 +237,122 @@ TEST_CASE("Resume is exact with a quantile cap, truncation, a memory budget and 
             }
         }
 }
+
+namespace {
+
+/// A snapshot a sliding balancer with drop_last really produced mid-stream: batches handed out,
+/// batches waiting, records buffered.
+bcl::detail::balancer_snapshot real_snapshot(const bcl::options& opt, std::size_t pushed) {
+    balancer_t b{cost_of{}, opt};
+    const cost_list costs = lognormal_costs(pushed, 21);
+    for (std::size_t i = 0; i < pushed; ++i) {
+        while (!b.can_push())
+            (void)b.pop();
+        b.push(rec{i, costs[i]});
+    }
+    (void)b.pop();
+    return b.save().snapshot;
+}
+
+/// The bytes of `s`, with a valid checksum: only the consistency checks can catch what is wrong.
+std::string sealed(const bcl::detail::balancer_snapshot& s) { return bcl::detail::to_bytes(s); }
+
+} // namespace
+
+TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl::error, never a "
+          "crash, a huge allocation or a hang",
+          "[resume][errors]") {
+    bcl::options opt{.batch_size = 4, .lookahead = 3, .drop_last = true};
+    opt.policy = bcl::lookahead_policy::sliding;
+    const bcl::detail::balancer_snapshot good = real_snapshot(opt, 103);
+    REQUIRE(good.round > 0);
+    REQUIRE(!good.buffer_costs.empty());
+    REQUIRE(good.waiting_batch_costs.size() > 0);
+    REQUIRE_NOTHROW(bcl::detail::snapshot_from_bytes(sealed(good)));
+
+    struct corruption {
+        const char* what;
+        void (*apply)(bcl::detail::balancer_snapshot&);
+    };
+    const corruption corruptions[] = {
+        {"batches handed out far beyond the records handed out",
+         [](bcl::detail::balancer_snapshot& s) { s.stats.batches = std::uint64_t{1} << 40; }},
+        {"a round counter near 2^63",
+         [](bcl::detail::balancer_snapshot& s) {
+             s.round = std::uint64_t{1} << 63;
+             s.stats.windows = s.round;
+         }},
+        {"windows that are not the rounds", [](bcl::detail::balancer_snapshot& s) { ++s.stats.windows; }},
+        {"records dropped before the input ended",
+         [](bcl::detail::balancer_snapshot& s) {
+             s.stats.records_dropped = 2;
+             s.stats.records_in += 2;
+         }},
+        {"a huge arrival position, records_in raised to match",
+         [](bcl::detail::balancer_snapshot& s) {
+             s.buffer_arrivals.back() = std::uint64_t{1} << 61;
+             s.stats.records_in = (std::uint64_t{1} << 61) + 1;
+         }},
+        {"more records than any balancer can push",
+         [](bcl::detail::balancer_snapshot& s) {
+             s.stats.records_in = ~std::uint64_t{0};
+             s.stats.records_out = s.stats.records_in - s.pending_records();
+         }},
+        {"a buffered record past its deadline",
+         [](bcl::detail::balancer_snapshot& s) {
+             // Pretend many more rounds ran: the oldest buffered record would have been forced out.
+             const std::uint64_t more = 5;
+             s.round += more;
+             s.stats.windows += more;
+             s.stats.records_out += more * 12;
+             s.stats.records_in += more * 12;
+             s.stats.batches += more * 3;
+         }},
+        {"a delay histogram that does not count the records",
+         [](bcl::detail::balancer_snapshot& s) { s.stats.delay_histogram.front() += 1; }},
+        {"a delay above the bound",
+         [](bcl::detail::balancer_snapshot& s) { s.stats.max_delay_batches = 1000; }},
+        {"records handed out that were never formed into batches",
+         [](bcl::detail::balancer_snapshot& s) {
+             s.stats.records_out += 1;
+             s.stats.records_in += 1;
+         }},
+        {"a cost above bcl::max_estimate",
+         [](bcl::detail::balancer_snapshot& s) { s.buffer_costs.front() = 1e300; }},
+        {"an infinite total arrival cost",
+         [](bcl::detail::balancer_snapshot& s) { s.arrival_cost_total = HUGE_VAL; }},
+        {"a NaN in the statistics",
+         [](bcl::detail::balancer_snapshot& s) {
+             s.stats.batch_cost = bcl::running_stats::from_raw({s.stats.batch_cost.count(), NAN, 0, 0, 0});
+         }},
+    };
+    for (const corruption& c : corruptions) {
+        INFO(c.what);
+        bcl::detail::balancer_snapshot bad = good;
+        c.apply(bad);
+        const std::string bytes = sealed(bad);
+        REQUIRE_THROWS_AS(bcl::detail::snapshot_from_bytes(bytes), bcl::error);
+    }
+
+    // The same corruptions of an unfinished state under drop_last: finish() would have dropped
+    // from a buffer that does not hold what the counters say.
+    bcl::detail::balancer_snapshot dropped = good;
+    dropped.finished = false;
+    dropped.stats.records_dropped = 1;
+    dropped.stats.records_in += 1;
+    REQUIRE_THROWS_WITH(bcl::detail::snapshot_from_bytes(sealed(dropped)), Catch::Contains("dropped"));
+}
+
+TEST_CASE("A state's size follows what the balancer holds, not its options: a one-record state "
+          "of a balancer with a huge delay bound is small",
+          "[resume]") {
+    bcl::options opt{.batch_size = 1, .lookahead = 16};
+    opt.policy = bcl::lookahead_policy::sliding;
+    opt.max_age = bcl::max_delay_limit / 16 - 1; // the largest delay bound accepted
+    REQUIRE(bcl::max_delay_bound(opt) == bcl::max_delay_limit - 1);
+    balancer_t b{cost_of{}, opt};
+    b.push(rec{0, 1.0});
+    CHECK(b.save().to_bytes().size() < 1024);
+    opt.max_age += 1;
+    CHECK_THROWS_WITH((balancer_t{cost_of{}, opt}), Catch::Contains("max_age is too large"));
+}

@@ -1,6 +1,8 @@
 #pragma once
 // bcl::balance: the range adaptor. Wraps any input range of records into a range of batches.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/balancer.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/lpt_swap_partitioner.hpp>
@@ -23,7 +25,11 @@ namespace bcl {
 /// If the upstream range or the estimator throws, the exception propagates out of the loop and
 /// nothing is lost: the record that failed is still in the underlying range (at position
 /// `balancer().stats().records_in`) and everything pulled before it is in balancer(); call
-/// `balancer().finish()` and pop() to drain it.
+/// `balancer().finish()` and pop() to drain it. After any exception the iterator equals end():
+/// it never shows a batch twice.
+///
+/// The underlying iterator need not be default-constructible (a sampler's iterator, or
+/// std::views::istream's); it is created by begin().
 template <std::ranges::input_range View, class Estimator, partitioner Partitioner>
     requires std::ranges::view<View> && record<std::ranges::range_value_t<View>> &&
              cost_estimator<Estimator, std::ranges::range_value_t<View>>
@@ -65,7 +71,7 @@ public:
     [[nodiscard]] iterator begin() {
         if (!m_started) {
             m_started = true;
-            m_current = std::ranges::begin(m_base);
+            m_current.emplace(std::ranges::begin(m_base));
             advance();
         }
         return iterator{this};
@@ -79,20 +85,21 @@ public:
 private:
     // Pushes upstream records until a batch is ready or everything is drained.
     void advance() {
+        m_batch.reset(); // the batch shown so far is gone, even if what follows throws
         for (;;) {
             if ((m_batch = m_balancer.pop())) return;
             if (m_balancer.finished()) return;
-            if (m_current == std::ranges::end(m_base)) {
+            if (*m_current == std::ranges::end(m_base)) {
                 m_balancer.finish();
                 continue;
             }
-            m_balancer.push(std::ranges::iter_move(m_current));
-            ++m_current;
+            m_balancer.push(std::ranges::iter_move(*m_current));
+            ++*m_current;
         }
     }
 
     View m_base;
-    std::ranges::iterator_t<View> m_current{};
+    std::optional<std::ranges::iterator_t<View>> m_current; // set by begin()
     balancer_type m_balancer;
     std::optional<batch_type> m_batch;
     bool m_started = false;

@@ -2,6 +2,8 @@
 // bcl::balancer: the push/pull core. Buffers a window of K*B records, repartitions it into K
 // batches of exactly B records with balanced estimated cost, and hands the batches out.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/memory_repair.hpp>
 #include <bcl/detail/random.hpp>
@@ -105,11 +107,16 @@ public:
         m_pack_of.reserve(window);
         m_slot_order.reserve(window);
         m_batch_cost.reserve(m_options.lookahead);
-        m_rank_scratch.reserve(m_options.lookahead);
+        m_pack_cost.reserve(m_options.lookahead);
+        if constexpr (tracks_memory) m_pack_memory.reserve(m_options.lookahead);
         m_emit_rank.reserve(m_options.lookahead);
         m_next_slot.reserve(m_options.lookahead);
-        m_stats.delay_histogram.assign(max_delay_bound(m_options) + 1, 0);
-        m_delay_counts.reserve(delay_tables * (max_delay_bound(m_options) + 1));
+        // The delay statistics grow with the largest delay seen; room for every delay up to the
+        // bound is made now unless the bound is unusually large, so the steady state allocates
+        // nothing.
+        const std::size_t delays = std::min(max_delay_bound(m_options) + 1, delays_reserved);
+        m_stats.delay_histogram.reserve(delays);
+        m_delay_counts.reserve(delay_tables * delays);
     }
 
     /// Everything needed to continue a balancer exactly where it was: the records it holds and
@@ -183,15 +190,20 @@ public:
     }
 
     /// Adds one record (moved from). Estimates its cost first: if the estimator throws, or the
-    /// cost is NaN, infinite or negative (bcl::error naming the record position and value), the
-    /// record is left with the caller and the balancer is unchanged.
+    /// cost is NaN, negative or above bcl::max_estimate (bcl::error naming the record position
+    /// and value), the record is left with the caller and the balancer is unchanged. When the
+    /// buffer is full, runs a round first (as pop() would).
     /// Throws bcl::error after finish(), or when the buffer is full while batches of the previous
-    /// round are still waiting to be popped (pop them first; see can_push()).
+    /// round are still waiting to be popped (pop them first; see can_push()). Whatever it throws,
+    /// the balancer is exactly as it was before the call and the record is still the caller's.
     /// With a cap whose action is truncate, the record may have been truncated before a later
-    /// error (its memory over options::memory_budget); it is still the caller's.
+    /// error (its memory over options::memory_budget).
     void push(Record&& r) {
-        if (m_finished || m_buffer.size() == m_capacity) make_room();
+        check_can_push();
         const estimate e = estimate_and_cap(r);
+        // A round that throws (a memory budget no split fits) leaves everything as it was, so the
+        // record is still the caller's and the balancer unchanged.
+        if (m_buffer.size() == m_capacity) run_round();
         m_buffer.push_back(std::move(r));
         accept(e);
     }
@@ -210,6 +222,9 @@ public:
 
     /// The next batch, once one is ready: when the buffer is full, or after finish().
     /// Returns std::nullopt when more input is needed (or, after finish(), when all is drained).
+    /// A round that fails (a partitioner that breaks its contract, a memory budget no split
+    /// fits) throws bcl::error and leaves the balancer exactly as it was: every record is still
+    /// held, and a later pop() runs the same round again.
     [[nodiscard]] std::optional<batch_type> pop() {
         if (waiting_batches() == 0) {
             if (m_buffer.empty() || (!m_finished && m_buffer.size() < m_capacity))
@@ -361,19 +376,17 @@ private:
         return m_batch_cost.size() - m_next_batch;
     }
 
-    // Called by push() when the balancer is finished or the buffer is full.
-    void make_room() {
+    // The misuse push() rejects before it looks at the record.
+    void check_can_push() const {
+        if (can_push()) [[likely]]
+            return;
         if (m_finished)
             throw error("bcl::balancer::push: called after finish() (record " +
                         std::to_string(m_stats.records_in) + ")");
-        if (m_buffer.size() < m_capacity) return;
-        if (waiting_batches() != 0)
-            throw error("bcl::balancer::push: the buffer is full (" +
-                        std::to_string(m_capacity) + " records) and " +
-                        std::to_string(waiting_batches()) +
-                        " batches are still waiting; pop() them before pushing record " +
-                        std::to_string(m_stats.records_in));
-        run_round();
+        throw error("bcl::balancer::push: the buffer is full (" + std::to_string(m_capacity) +
+                    " records) and " + std::to_string(waiting_batches()) +
+                    " batches are still waiting; pop() them before pushing record " +
+                    std::to_string(m_stats.records_in));
     }
 
     static constexpr bool tracks_memory = memory_estimator<Estimator, Record>;
@@ -393,12 +406,14 @@ private:
 
     [[noreturn]] void throw_bad_estimate(const char* what, double value) const {
         throw error("bcl::balancer: record " + std::to_string(m_stats.records_in) + " has " + what +
-                    " " + number(value) + "; it must be finite and >= 0");
+                    " " + number(value) + "; it must be >= 0 and at most bcl::max_estimate (" +
+                    number(max_estimate) + ")");
     }
 
     double checked_cost(const Record& r) {
         const auto cost = static_cast<double>(std::invoke(m_estimator, r));
-        if (std::isfinite(cost) && cost >= 0.0) [[likely]]
+        // One comparison each way also rejects NaN and both infinities.
+        if (cost >= 0.0 && cost <= max_estimate) [[likely]]
             return cost;
         throw_bad_estimate("cost estimate", cost);
     }
@@ -406,7 +421,7 @@ private:
     double checked_memory(const Record& r) {
         if constexpr (tracks_memory) {
             const auto memory = static_cast<double>(m_estimator.memory(r));
-            if (std::isfinite(memory) && memory >= 0.0) [[likely]]
+            if (memory >= 0.0 && memory <= max_estimate) [[likely]]
                 return memory;
             throw_bad_estimate("memory estimate", memory);
         } else {
@@ -419,13 +434,15 @@ private:
         double cost;     // what balancing uses: capped when the record was capped
         double memory;   // 0 without a memory estimator
         double observed; // the first, uncapped estimate, which feeds the quantile cap
+        double cap;      // the cap in force for this record (+infinity for none)
         bool capped;
     };
 
     // The cap in force for the next record: +infinity when there is none yet. A quantile cap is
     // read from the sketch when the warm-up ends and then every quantile_cap_refresh records,
-    // since a read walks the sketch's buckets and a p99 moves slowly anyway.
-    [[nodiscard]] double current_cap() noexcept {
+    // since a read walks the sketch's buckets and a p99 moves slowly anyway. accept() keeps what
+    // was read, so a push that fails changes nothing.
+    [[nodiscard]] double current_cap() const noexcept {
         const cap_options& cap = m_options.cap;
         if (cap.kind == cap_kind::fixed) return cap.value;
         if (cap.kind != cap_kind::quantile) return HUGE_VAL;
@@ -433,18 +450,19 @@ private:
         const std::size_t warmup = cap_warmup(cap);
         if (seen < warmup) return HUGE_VAL;
         if (seen == warmup || (seen - warmup) % quantile_cap_refresh == 0)
-            m_quantile_cap = m_sketch.quantile(cap.quantile);
+            return m_sketch.quantile(cap.quantile);
         return m_quantile_cap;
     }
 
     // Estimates cost and memory, applies the cap (truncating the record if so configured) and
     // checks the memory budget. Changes nothing in the balancer, so a throw leaves it as it was.
     estimate estimate_and_cap(Record& r) {
-        estimate e{checked_cost(r), 0.0, 0.0, false};
+        estimate e{checked_cost(r), 0.0, 0.0, HUGE_VAL, false};
         e.observed = e.cost;
         if (m_costs_only) [[likely]]
             return e; // no cap, no memory: the estimate is the cost, and nothing else is looked at
         const double cap = current_cap();
+        e.cap = cap;
         if (e.cost > cap) {
             e.capped = true;
             if constexpr (truncating) {
@@ -491,7 +509,10 @@ private:
         if constexpr (tracks_memory) m_memory.push_back(e.memory);
         m_arrival.push_back(m_stats.records_in);
         m_arrival_cost_total += e.cost;
-        if (m_options.cap.kind == cap_kind::quantile) m_sketch.add(e.observed);
+        if (m_options.cap.kind == cap_kind::quantile) {
+            m_quantile_cap = e.cap;
+            m_sketch.add(e.observed);
+        }
         if (e.capped) ++m_stats.records_capped;
         ++m_stats.records_in;
     }
@@ -504,25 +525,26 @@ private:
     [[nodiscard]] std::size_t records_due(std::size_t take) const noexcept {
         const std::uint64_t capacity = m_capacity;
         const std::uint64_t per_round = round_size();
-        const auto max_age = static_cast<std::int64_t>(m_options.max_age);
-        const auto now = static_cast<std::int64_t>(m_round);
+        const std::uint64_t max_age = m_options.max_age;
+        const std::uint64_t now = m_round;
         // A record's first round: 0 for the first `capacity` arrivals, then one more per K*B.
         // Arrivals only grow along the buffer, so the records of one first round are contiguous,
         // and within them (p + 1) - (deadline - now) * K*B is largest at the last: one binary
         // search per first round present (a handful) instead of a step per record.
-        std::int64_t due = 0;
+        // Unsigned throughout: a term below zero asks for nothing and is skipped, never computed.
+        std::uint64_t due = 0;
         const auto arrivals_end = m_arrival.end();
         for (auto group = m_arrival.begin(); group != arrivals_end;) {
             const std::uint64_t arrival = *group;
             const std::uint64_t first_round = arrival < capacity ? 0 : (arrival - capacity) / per_round + 1;
             const std::uint64_t next_round_from = capacity + first_round * per_round;
             group = std::lower_bound(group, arrivals_end, next_round_from);
-            const auto last = static_cast<std::int64_t>(group - m_arrival.begin()); // p + 1 of its last
-            const std::int64_t rounds_left =
-                std::max<std::int64_t>(static_cast<std::int64_t>(first_round) + max_age - now, 0);
-            due = std::max(due, last - rounds_left * static_cast<std::int64_t>(per_round));
+            const auto last = static_cast<std::uint64_t>(group - m_arrival.begin()); // p + 1 of its last
+            const std::uint64_t deadline = first_round + max_age;
+            const std::uint64_t rounds_left = deadline > now ? deadline - now : 0;
+            if (rounds_left <= last / per_round) due = std::max(due, last - rounds_left * per_round);
         }
-        return std::min(static_cast<std::size_t>(due), take);
+        return static_cast<std::size_t>(std::min<std::uint64_t>(due, take));
     }
 
     // The total cost the round's `take` records should have: `take` times the long-run mean cost
@@ -589,15 +611,15 @@ private:
 
     // A wrong count would silently break the batch-size contract, so the partitioner's (and the
     // memory repair's) output is checked: O(n). With `sum`, the same pass also sums each pack's
-    // costs and memory into m_batch_cost and m_batch_memory.
+    // costs and memory into m_pack_cost and m_pack_memory (scratch: the round is not committed).
     template <bool sum = false>
     void check_pack_sizes(pack_shape shape, std::span<const double> round_costs,
                           std::span<const double> round_memory) {
         const std::size_t n = round_costs.size();
         m_next_slot.assign(shape.packs, 0);
         if constexpr (sum) {
-            m_batch_cost.assign(shape.packs, 0.0);
-            if constexpr (tracks_memory) m_batch_memory.assign(shape.packs, 0.0);
+            m_pack_cost.assign(shape.packs, 0.0);
+            if constexpr (tracks_memory) m_pack_memory.assign(shape.packs, 0.0);
         }
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t p = m_pack_of[i];
@@ -605,8 +627,8 @@ private:
                 throw_bad_pack(i, p, shape.packs);
             ++m_next_slot[p];
             if constexpr (sum) {
-                m_batch_cost[p] += round_costs[i];
-                if constexpr (tracks_memory) m_batch_memory[p] += round_memory[i];
+                m_pack_cost[p] += round_costs[i];
+                if constexpr (tracks_memory) m_pack_memory[p] += round_memory[i];
             }
         }
         for (std::size_t p = 0; p < shape.packs; ++p)
@@ -617,7 +639,10 @@ private:
     }
 
     // Partitions the round's records, given by their costs and memory estimates in buffer order:
-    // the whole buffer, or the slots listed in m_round_slots.
+    // the whole buffer, or the slots listed in m_round_slots. Everything that can throw (the
+    // partitioner, the memory repair, the checks of their output, making room for the delay
+    // counts) runs before anything the balancer keeps is touched, so a round that throws leaves
+    // the balancer as it was; the rest cannot throw.
     template <bool whole_buffer>
     void partition_round(std::span<const double> round_costs, std::span<const double> round_memory) {
         const std::size_t n = round_costs.size();
@@ -639,6 +664,17 @@ private:
         }
         check_pack_sizes<true>(shape, round_costs, round_memory);
 
+        // Delays (see place_records) run from 0 to at most `widest` - 1. A round is never empty.
+        const std::uint64_t first_batch = m_stats.batches; // every earlier batch was handed out
+        const std::uint64_t arrival_batch = m_arrival[slot_of<whole_buffer>(0)] / b;
+        // The oldest record arrived first and the last batch goes out last: no delay is larger.
+        const std::uint64_t last_batch = first_batch + packs - 1;
+        const std::size_t widest =
+            static_cast<std::size_t>(last_batch > arrival_batch ? last_batch - arrival_batch : 0) + 1;
+        m_delay_counts.assign(delay_tables * widest, 0);
+        m_stats.delay_histogram.reserve(widest);
+
+        // Committed from here on: nothing below throws.
         // Emission order: full packs shuffled, the short pack (always pack packs-1) last.
         const std::size_t full_packs = packs - (has_short ? 1 : 0);
         m_emit_rank.resize(packs);
@@ -646,10 +682,10 @@ private:
         if (m_options.shuffle_packs) detail::shuffle(m_emit_rank.data(), full_packs, m_rng);
 
         if (has_short || packs != m_options.lookahead || m_options.memory_budget > 0.0)
-            summary.heaviest = *std::max_element(m_batch_cost.begin(), m_batch_cost.end());
+            summary.heaviest = *std::max_element(m_pack_cost.begin(), m_pack_cost.end());
         if (m_options.largest_first && m_round == 0 && full_packs > 0) {
             // The pack that needs the most memory (cost, without a memory estimator) goes first.
-            const std::vector<double>& size = tracks_memory ? m_batch_memory : m_batch_cost;
+            const std::vector<double>& size = tracks_memory ? m_pack_memory : m_pack_cost;
             const auto largest = static_cast<std::size_t>(
                 std::max_element(size.begin(), size.begin() + static_cast<std::ptrdiff_t>(full_packs)) -
                 size.begin());
@@ -657,13 +693,12 @@ private:
                 std::find(m_emit_rank.begin(), m_emit_rank.end(), 0U) - m_emit_rank.begin());
             std::swap(m_emit_rank[largest], m_emit_rank[first]);
         }
-        // Per-pack sums, re-indexed by emission rank.
-        m_rank_scratch.assign(packs, 0.0);
-        for (std::size_t p = 0; p < packs; ++p) m_rank_scratch[m_emit_rank[p]] = m_batch_cost[p];
-        std::swap(m_batch_cost, m_rank_scratch);
+        // Per-pack sums, indexed by emission rank (capacity for K packs is reserved).
+        m_batch_cost.resize(packs);
+        for (std::size_t p = 0; p < packs; ++p) m_batch_cost[m_emit_rank[p]] = m_pack_cost[p];
         if constexpr (tracks_memory) {
-            for (std::size_t p = 0; p < packs; ++p) m_rank_scratch[m_emit_rank[p]] = m_batch_memory[p];
-            std::swap(m_batch_memory, m_rank_scratch);
+            m_batch_memory.resize(packs);
+            for (std::size_t p = 0; p < packs; ++p) m_batch_memory[m_emit_rank[p]] = m_pack_memory[p];
         }
 
         // Counting sort of slots by emission rank.
@@ -671,14 +706,6 @@ private:
         for (std::size_t rank = 0; rank < packs; ++rank)
             m_next_slot[rank] = static_cast<std::uint32_t>(rank * b);
 
-        // Delays (see place_records) run from 0 to at most `widest` - 1. A round is never empty.
-        const std::uint64_t first_batch = m_stats.batches; // every earlier batch was handed out
-        std::uint64_t arrival_batch = m_arrival[slot_of<whole_buffer>(0)] / b;
-        // The oldest record arrived first and the last batch goes out last: no delay is larger.
-        const std::uint64_t last_batch = first_batch + packs - 1;
-        const std::size_t widest =
-            static_cast<std::size_t>(last_batch > arrival_batch ? last_batch - arrival_batch : 0) + 1;
-        m_delay_counts.assign(delay_tables * widest, 0);
         // Records are moved to their batch's place in m_ready in the same pass. In the steady
         // state m_ready already holds a round's worth of (handed-out) records, which are simply
         // assigned over; otherwise the places are listed first and the records gathered after.
@@ -712,10 +739,11 @@ private:
     // batch's next place): moved into m_ready when `into_ready`, else listed in m_slot_order. And
     // counts each record's delay: its batch's position in the output stream minus the batch it
     // arrived in (arrival / B). Slots are in buffer order, so arrivals only grow and the arrival
-    // batch is stepped forward instead of divided for. Per record only a count is kept, in one
-    // of delay_tables interleaved tables of `widest` counts (a record rarely waits for the
-    // previous one's increment of the same counter that way); merge_delays reads the round's
-    // statistics off them.
+    // batch is stepped forward instead of divided for (divided for only past a gap of several
+    // batches, which a sliding buffer has where an old record waits). Per record only a count is
+    // kept, in one of delay_tables interleaved tables of `widest` counts (a record rarely waits
+    // for the previous one's increment of the same counter that way); merge_delays reads the
+    // round's statistics off them.
     template <bool whole_buffer, bool into_ready>
     void place_records(std::size_t n, std::uint64_t first_batch, std::uint64_t arrival_batch,
                        std::size_t widest) noexcept {
@@ -728,7 +756,12 @@ private:
             const std::uint32_t place = m_next_slot[rank]++;
             if constexpr (into_ready) m_ready[place] = std::move(m_buffer[slot]);
             else m_slot_order[place] = slot;
-            while (m_arrival[slot] >= next_batch_start) {
+            const std::uint64_t arrival = m_arrival[slot];
+            if (arrival >= next_batch_start + max_batch_steps * b) [[unlikely]] {
+                arrival_batch = arrival / b;
+                next_batch_start = (arrival_batch + 1) * b;
+            }
+            while (arrival >= next_batch_start) {
                 ++arrival_batch;
                 next_batch_start += b;
             }
@@ -742,15 +775,15 @@ private:
     }
 
     // Adds the round's delay counts (delay_tables interleaved tables of `widest` counts) to the
-    // statistics: their moments, extremes and histogram.
-    void merge_delays(std::size_t widest) {
+    // statistics: their moments, extremes and histogram. The histogram grows to the largest delay
+    // seen (room for `widest` was made before the round was committed, so this cannot throw).
+    void merge_delays(std::size_t widest) noexcept {
         std::uint64_t count = 0;
         std::uint64_t sum = 0;
         std::uint64_t square_sum = 0;
         std::uint64_t lowest = widest;
         std::uint64_t highest = 0;
         std::vector<std::uint64_t>& histogram = m_stats.delay_histogram;
-        const std::uint64_t last_bucket = histogram.size() - 1;
         for (std::uint64_t d = 0; d < widest; ++d) {
             std::uint64_t c = 0;
             for (std::size_t t = 0; t < delay_tables; ++t) c += m_delay_counts[t * widest + d];
@@ -760,7 +793,8 @@ private:
             square_sum += c * d * d;
             lowest = std::min(lowest, d);
             highest = d;
-            histogram[std::min(d, last_bucket)] += c;
+            if (histogram.size() <= d) histogram.resize(static_cast<std::size_t>(d) + 1, 0);
+            histogram[static_cast<std::size_t>(d)] += c;
         }
         if (count == 0) return;
         const auto records = static_cast<double>(count);
@@ -792,6 +826,8 @@ private:
 
     static constexpr double surplus_feedback = BCL_SURPLUS_FEEDBACK;
     static constexpr std::size_t delay_tables = 4; // interleaved delay counts, see place_records
+    static constexpr std::uint64_t max_batch_steps = 8; // see place_records
+    static constexpr std::size_t delays_reserved = 4096; // delay counts made room for up front
     static constexpr std::uint64_t quantile_cap_refresh = 64;
 
     Estimator m_estimator;
@@ -817,7 +853,8 @@ private:
     std::vector<double> m_memory;          // memory estimates of the buffered records
     std::vector<double> m_batch_memory;    // memory of each batch in m_ready
     std::vector<double> m_round_memory;    // memory of the chosen slots
-    std::vector<double> m_rank_scratch;    // per-pack sums while re-indexing them by emission rank
+    std::vector<double> m_pack_cost;       // per pack of the round being formed: its cost ...
+    std::vector<double> m_pack_memory;     // ... and memory, before packs become batches
     quantile_sketch m_sketch;              // the stream's costs, for a quantile cap
     double m_quantile_cap = HUGE_VAL;      // the quantile cap last read from m_sketch
     detail::memory_repair m_memory_repair;

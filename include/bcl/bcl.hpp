@@ -1,6 +1,8 @@
 #pragma once
 // Umbrella header: everything in the public surface of bcl.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
 #include <bcl/cost_estimator.hpp>

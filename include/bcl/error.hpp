@@ -1,6 +1,8 @@
 #pragma once
 // The one exception type the library throws for bad input and misuse.
 
+#include <bcl/detail/config.hpp>
+
 #include <stdexcept>
 #include <string>
 

@@ -1,6 +1,8 @@
 #pragma once
 // Stock cost estimators: linear, affine-quadratic and table lookup over a projection.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/error.hpp>
 
 #include <cmath>

@@ -1,6 +1,8 @@
 #pragma once
 // An exact partitioner for tiny windows: branch and bound, seeded by the default heuristic.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/pack_table.hpp>
 #include <bcl/detail/ranked_costs.hpp>
 #include <bcl/detail/swap_refiner.hpp>
@@ -35,7 +37,7 @@ namespace bcl {
 ///
 /// O(K^n) in the worst case; in practice well under a millisecond for n <= 16. Throws bcl::error
 /// if n exceeds max_items, the shape does not fit the costs, pack_of has the wrong length, or a
-/// cost is negative, infinite or NaN.
+/// cost is negative, NaN or above bcl::max_estimate.
 class exact_partitioner {
 public:
     /// Largest window accepted. Default 20: windows of up to 16 items solve in well under a

@@ -1,6 +1,8 @@
 #pragma once
 // Balanced Karmarkar-Karp: the largest differencing method with exactly B items per pack.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/ranked_window.hpp>
 #include <bcl/lower_bound.hpp>
 #include <bcl/partitioner.hpp>
@@ -35,7 +37,7 @@ namespace bcl {
 /// O(n) radix sort, then B - 1 merges of O(K log K) each and a heap of B states: O(n log K) in
 /// all. Scratch space is kept: after the first call of the largest window it allocates nothing.
 /// Throws bcl::error if the shape does not fit the costs, pack_of has the wrong length, or a cost
-/// is negative, infinite or NaN.
+/// is negative, NaN or above bcl::max_estimate.
 class karmarkar_karp_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,

@@ -1,6 +1,8 @@
 #pragma once
 // A lower bound on the heaviest pack of any partition of a window into packs of exactly B items.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/partitioner.hpp>
 
 #include <algorithm>

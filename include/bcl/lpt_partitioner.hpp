@@ -1,6 +1,8 @@
 #pragma once
 // Capped LPT alone: largest first, each to the lightest pack with a free slot.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/capped_lpt.hpp>
 #include <bcl/detail/ranked_window.hpp>
 #include <bcl/lower_bound.hpp>
@@ -27,7 +29,7 @@ namespace bcl {
 /// summary's lower bound is pack_lower_bound_sorted's (computed from prefix sums: equal up to
 /// rounding). Scratch space is kept: after the first call of the largest window it allocates
 /// nothing. Throws bcl::error if the shape does not fit the costs, pack_of has the wrong length,
-/// or a cost is negative, infinite or NaN.
+/// or a cost is negative, NaN or above bcl::max_estimate.
 class lpt_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,

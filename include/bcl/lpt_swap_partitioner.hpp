@@ -1,6 +1,8 @@
 #pragma once
 // The default partitioner: capped LPT followed by swap refinement, sharing one sort.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/capped_lpt.hpp>
 #include <bcl/detail/ranked_window.hpp>
 #include <bcl/detail/swap_refiner.hpp>
@@ -40,7 +42,7 @@ namespace bcl {
 /// Cost: O(n) sort, O(n K) LPT at most (less for many packs, see lpt_partitioner), then
 /// typically about K rounds of O(K + B) each, plus phase 2 where it runs. Scratch space is kept between calls: after the
 /// first call of the largest window it allocates nothing. Throws bcl::error if the shape does not
-/// fit the costs, pack_of has the wrong length, or a cost is negative, infinite or NaN.
+/// fit the costs, pack_of has the wrong length, or a cost is negative, NaN or above bcl::max_estimate.
 class lpt_swap_partitioner {
 public:
     /// How hard refinement works once single swaps are stuck; see refinement_effort.

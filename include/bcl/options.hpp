@@ -1,6 +1,8 @@
 #pragma once
 // The user-facing settings of a balancer, and their validation.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/error.hpp>
 
 #include <cmath>
@@ -109,6 +111,11 @@ struct options {
 /// window this large already holds far more records than any lookahead needs.
 inline constexpr std::size_t max_window_records = std::size_t{1} << 26;
 
+/// Largest delay bound, (max_age + 1) * lookahead batches, a sliding balancer accepts. The delay
+/// statistics keep a count per delay, so the bound sizes them; a million batches of delay is far
+/// beyond any use of max_age (more slack than a few rounds measured no better).
+inline constexpr std::size_t max_delay_limit = std::size_t{1} << 20;
+
 inline void check_cap_and_budget(const options& opt) {
     const cap_options& cap = opt.cap;
     if (cap.kind != cap_kind::none && cap.kind != cap_kind::fixed && cap.kind != cap_kind::quantile)
@@ -160,8 +167,10 @@ inline void validate(const options& opt) {
         throw error("bcl::options::max_age must be at least buffer_windows - 1 = " +
                     std::to_string(opt.buffer_windows - 1) + " (got " +
                     std::to_string(opt.max_age) + "): a full buffer needs that many rounds to empty");
-    if (opt.max_age > max_window_records)
-        throw error("bcl::options::max_age is too large (" + std::to_string(opt.max_age) + ")");
+    if (opt.max_age >= max_delay_limit / opt.lookahead)
+        throw error("bcl::options::max_age is too large (" + std::to_string(opt.max_age) +
+                    "): (max_age + 1) * lookahead must be at most " +
+                    std::to_string(max_delay_limit) + " batches");
 }
 
 /// Records a balancer with these (valid) options holds before it must emit a round.

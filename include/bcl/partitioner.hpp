@@ -1,6 +1,8 @@
 #pragma once
 // The partitioner concept: costs of a window in, a pack id per slot out.
 
+#include <bcl/detail/config.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,8 @@
 #pragma once
 // A streaming quantile estimator with a relative-accuracy guarantee and a fixed memory bound.
 
+#include <bcl/detail/config.hpp>
+
 #include <array>
 #include <cmath>
 #include <cstddef>

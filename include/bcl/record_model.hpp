@@ -3,6 +3,8 @@
 // budget) and a way to truncate a record (for the truncating cap). Both attach to a cost estimator,
 // so the balancer keeps a single estimator type.
 
+#include <bcl/detail/config.hpp>
+
 #include <concepts>
 #include <functional>
 #include <type_traits>

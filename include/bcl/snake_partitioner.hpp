@@ -1,6 +1,8 @@
 #pragma once
 // Serpentine ("snake") dealing: sorted items dealt to the packs back and forth.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/ranked_window.hpp>
 #include <bcl/lower_bound.hpp>
 #include <bcl/partitioner.hpp>
@@ -23,7 +25,7 @@ namespace bcl {
 ///
 /// O(n) radix sort and O(n) dealing. Scratch space is kept: after the first call of the largest
 /// window it allocates nothing. Throws bcl::error if the shape does not fit the costs, pack_of
-/// has the wrong length, or a cost is negative, infinite or NaN.
+/// has the wrong length, or a cost is negative, NaN or above bcl::max_estimate.
 class snake_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,

@@ -1,6 +1,8 @@
 #pragma once
 // Counters and running statistics a balancer keeps: cheap enough to leave on.
 
+#include <bcl/detail/config.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -99,7 +101,9 @@ struct statistics {
     running_stats delay_batches;
     /// Largest total memory estimate of a batch handed out (0 without a memory estimator).
     double peak_batch_memory = 0.0;
-    /// delay_histogram[d]: records handed out with a delay of d batches, d = 0..max_delay_bound.
+    /// delay_histogram[d]: records handed out with a delay of d batches, d = 0..max_delay_batches
+    /// (empty before the first round): it grows with the largest delay seen, never beyond
+    /// max_delay_bound(options).
     std::vector<std::uint64_t> delay_histogram;
 };
 

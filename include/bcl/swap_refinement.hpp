@@ -1,6 +1,8 @@
 #pragma once
 // Swap refinement as a pass over any partition, and `refined<P>`: a partitioner followed by it.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/ranked_window.hpp>
 #include <bcl/detail/swap_refiner.hpp>
 #include <bcl/lower_bound.hpp>
@@ -73,7 +75,7 @@ public:
     /// Refines the partition in `pack_of` (the pack of each item, as a partitioner wrote it) and
     /// returns its new heaviest pack and the lower bound. Throws bcl::error if the shape does not
     /// fit the costs, if pack_of is not a valid partition for it (an id out of range, a pack
-    /// with the wrong number of items), or if a cost is negative, infinite or NaN.
+    /// with the wrong number of items), or if a cost is negative, NaN or above bcl::max_estimate.
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
         constexpr const char* who = "bcl::swap_refinement";

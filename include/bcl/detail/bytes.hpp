@@ -3,6 +3,8 @@
 // doubles by their IEEE-754 bits, and a checksum, so a corrupted or truncated byte string is
 // detected and reported instead of read.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/error.hpp>
 
 #include <bit>

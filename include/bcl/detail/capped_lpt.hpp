@@ -1,6 +1,8 @@
 #pragma once
 // Internal: capped LPT on a ranked window, shared by lpt_partitioner and lpt_swap_partitioner.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/pack_table.hpp>
 #include <bcl/detail/ranked_costs.hpp>
 

@@ -1,6 +1,8 @@
 #pragma once
 // Internal: a partition held as lists of ranks per pack, the form every partitioner step works on.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/ranked_costs.hpp>
 #include <bcl/error.hpp>
 #include <bcl/partitioner.hpp>

@@ -2,6 +2,8 @@
 // A small, fully specified random generator, so a seed gives the same batches on every platform
 // (std::shuffle and std::uniform_int_distribution are implementation-defined).
 
+#include <bcl/detail/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <utility>

@@ -1,6 +1,9 @@
 #pragma once
 // Internal: one window's costs sorted once, high to low, shared by every step of a partitioner.
 
+#include <bcl/detail/config.hpp>
+
+#include <bcl/cost_estimator.hpp>
 #include <bcl/error.hpp>
 #include <bcl/partitioner.hpp>
 
@@ -58,7 +61,8 @@ inline void check_partition_shape(std::string_view who, std::size_t n, pack_shap
 class ranked_costs {
 public:
     /// Sorts `costs`. Throws bcl::error naming `who`, the position and the value of the first cost
-    /// that is negative, infinite or NaN (a partitioner is a public entry point too).
+    /// that is negative, NaN or above bcl::max_estimate (a partitioner is a public entry point
+    /// too, and sums of larger costs could overflow).
     void assign(std::span<const double> costs, std::string_view who) {
         const std::size_t n = costs.size();
         m_word.resize(n);
@@ -70,14 +74,15 @@ public:
         m_smallest_step = std::numeric_limits<double>::infinity();
         if (n == 0) return;
         // +0.0 turns -0.0 (which passes `cost >= 0`) into +0.0. Every valid cost then has a bit
-        // pattern below that of +infinity; negative values, infinities and NaNs do not.
-        constexpr std::uint64_t infinity_bits = 0x7ff0000000000000ULL;
+        // pattern at most that of bcl::max_estimate; negative values, larger ones, infinities
+        // and NaNs do not.
+        constexpr std::uint64_t largest_bits = std::bit_cast<std::uint64_t>(max_estimate);
         constexpr std::uint64_t key_bits = 0xffffff0000000000ULL;
         // The byte counts for the radix passes ride along with building the words.
         byte_counts count{};
         for (std::size_t i = 0; i < n; ++i) {
             const auto bits = std::bit_cast<std::uint64_t>(costs[i] + 0.0);
-            if (bits >= infinity_bits) throw_bad_cost(who, i, costs[i]);
+            if (bits > largest_bits) throw_bad_cost(who, i, costs[i]);
             const std::uint64_t word = (~bits & key_bits) | i;
             m_word[i] = word;
             ++count[0][(word >> 40) & 0xff];
@@ -144,7 +149,7 @@ private:
         const auto written = std::to_chars(text.data(), text.data() + text.size(), value);
         throw error(std::string(who) + ": cost " + std::to_string(i) + " is " +
                     std::string(text.data(), written.ptr) +
-                    "; a cost must be finite and >= 0");
+                    "; a cost must be >= 0 and at most bcl::max_estimate (1e120)");
     }
 
     // Stable counting-sort passes over bytes 5..7 of the words (the key), low byte first, from

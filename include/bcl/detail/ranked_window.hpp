@@ -1,6 +1,8 @@
 #pragma once
 // Internal: one window as the ranked partitioners hold it, and the steps each of them starts with.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/pack_table.hpp>
 #include <bcl/detail/ranked_costs.hpp>
 #include <bcl/lower_bound.hpp>
@@ -20,7 +22,7 @@ struct ranked_window {
     pack_table packs;
 
     /// Checks the call (bcl::error naming `who`: a shape that does not fit the costs, an output of
-    /// the wrong length, a cost that is negative, infinite or NaN) and ranks the costs. Returns
+    /// the wrong length, a cost that is negative, NaN or above bcl::max_estimate) and ranks the costs. Returns
     /// the window's lower bound, or nothing for an empty window, which needs no more work. The
     /// packs are left to the caller to reset: for the window's n items, or for all K*B when a
     /// short window is dealt as if full.

@@ -2,6 +2,9 @@
 // Everything a balancer needs to continue exactly, except the records themselves, and its
 // byte encoding.
 
+#include <bcl/detail/config.hpp>
+
+#include <bcl/cost_estimator.hpp>
 #include <bcl/detail/bytes.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
@@ -42,7 +45,7 @@ struct balancer_snapshot {
 };
 
 inline constexpr std::uint64_t snapshot_magic = 0x3174617473'6c6362ULL; // "bclstat1", little-endian
-inline constexpr std::uint64_t snapshot_version = 2;
+inline constexpr std::uint64_t snapshot_version = 3;
 
 inline void write_stats(byte_writer& w, const running_stats& s) {
     const running_stats::raw_state r = s.raw();
@@ -126,52 +129,146 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
     return w.finish();
 }
 
-/// Checks that a snapshot is one a balancer could have produced: valid options, counts within
-/// the buffer's bounds, every record accounted for exactly once, finite non-negative costs.
+/// The largest records_in a saved state may claim: a balancer pushing a record a nanosecond
+/// would need 146 years to reach it, and below it no position or batch index the balancer
+/// computes can overflow.
+inline constexpr std::uint64_t max_saved_records = std::uint64_t{1} << 62;
+
+inline void check_saved(bool ok, const std::string& what) {
+    if (!ok) throw error("bcl: saved state is inconsistent: " + what);
+}
+
+inline bool valid_stats(const running_stats& s) noexcept {
+    const running_stats::raw_state r = s.raw();
+    const auto fine = [](double x) { return x >= 0.0 && x < HUGE_VAL; };
+    return fine(r.mean) && fine(r.m2) && fine(r.min) && fine(r.max);
+}
+
+/// Checks that a snapshot describes a balancer that could exist: valid options; counts within the
+/// buffer's bounds; every record accounted for exactly once; the counters, rounds, batches and
+/// arrival positions related as the balancer relates them (each round before finish() forms
+/// exactly K batches of B records; only the very last batch may be short; tumbling buffers hold
+/// the records since the last round, sliding buffers none past its deadline); statistics that
+/// count what the counters say; finite non-negative costs and sums. Anything else is a bcl::error.
 inline void check_consistent(const balancer_snapshot& s) {
     validate(s.opt);
-    const std::size_t b = s.opt.batch_size;
-    const std::size_t waiting = s.waiting_batch_costs.size();
-    if (waiting > s.opt.lookahead)
-        throw error("bcl: saved state has " + std::to_string(waiting) +
-                    " waiting batches, more than lookahead = " + std::to_string(s.opt.lookahead));
-    if (s.waiting_records > waiting * b || (waiting > 0 && s.waiting_records <= (waiting - 1) * b))
-        throw error("bcl: saved state has " + std::to_string(s.waiting_records) +
-                    " waiting records for " + std::to_string(waiting) + " batches of " +
-                    std::to_string(b));
-    if (s.buffer_costs.size() > buffer_capacity(s.opt))
-        throw error("bcl: saved state holds " + std::to_string(s.buffer_costs.size()) +
-                    " buffered records, more than the buffer's " +
-                    std::to_string(buffer_capacity(s.opt)));
+    const options& o = s.opt;
+    const std::uint64_t b = o.batch_size;
+    const std::uint64_t window = b * o.lookahead;
     const statistics& st = s.stats;
-    if (st.records_in != st.records_out + st.records_dropped + s.pending_records())
-        throw error("bcl: saved state does not account for every record: " +
-                    std::to_string(st.records_in) + " in, " + std::to_string(st.records_out) +
-                    " out, " + std::to_string(st.records_dropped) + " dropped, " +
-                    std::to_string(s.pending_records()) + " pending");
-    if (st.delay_histogram.size() != max_delay_bound(s.opt) + 1)
-        throw error("bcl: saved state has a delay histogram of the wrong size");
+    const std::size_t waiting = s.waiting_batch_costs.size();
+    const std::size_t buffered = s.buffer_costs.size();
+    const auto text = [](std::uint64_t x) { return std::to_string(x); };
+
+    check_saved(st.records_in <= max_saved_records,
+                text(st.records_in) + " records pushed is more than any balancer can reach");
+    check_saved(waiting <= o.lookahead, text(waiting) + " waiting batches, more than lookahead = " +
+                                            text(o.lookahead));
+    check_saved(s.waiting_records <= waiting * b &&
+                    (waiting == 0 || s.waiting_records > (waiting - 1) * b),
+                text(s.waiting_records) + " waiting records for " + text(waiting) +
+                    " batches of " + text(b));
+    check_saved(buffered <= buffer_capacity(o), text(buffered) +
+                                                    " buffered records, more than the buffer's " +
+                                                    text(buffer_capacity(o)));
+    check_saved(st.records_out <= st.records_in && st.records_dropped <= st.records_in &&
+                    st.records_in == st.records_out + st.records_dropped + s.pending_records(),
+                "it does not account for every record: " + text(st.records_in) + " in, " +
+                    text(st.records_out) + " out, " + text(st.records_dropped) + " dropped, " +
+                    text(s.pending_records()) + " pending");
+
+    // Rounds and batches. Before finish() every round took exactly K*B records; the drain's
+    // rounds take K*B or, the last one, all that is left.
+    const std::uint64_t formed = st.records_out + s.waiting_records;
+    check_saved(st.windows == s.round, text(st.windows) + " windows in " + text(s.round) + " rounds");
+    // (Divisions, not products: the counts are bounded, their products need not be.)
+    if (!s.finished) {
+        check_saved(formed % window == 0 && s.round == formed / window,
+                    text(formed) + " records formed into batches in " + text(s.round) +
+                        " rounds of " + text(window) + " before the input ended");
+    } else {
+        check_saved(s.round == (formed + window - 1) / window,
+                    text(formed) + " records formed into batches in " + text(s.round) +
+                        " rounds of at most " + text(window));
+        check_saved(formed % window == 0 || buffered == 0,
+                    "a round short of " + text(window) + " records left records in the buffer");
+    }
+    const bool dropping = s.finished && o.drop_last;
+    check_saved(st.records_dropped == (dropping ? st.records_in % b : 0),
+                text(st.records_dropped) + " records dropped; drop_last drops the last " +
+                    "records_in mod B at finish(), and nothing before");
+    const bool short_out = st.records_out % b != 0;
+    check_saved(st.batches == st.records_out / b + (short_out ? 1 : 0),
+                text(st.batches) + " batches handed out for " + text(st.records_out) + " records");
+    check_saved(!short_out || (s.finished && s.pending_records() == 0),
+                "the short batch was handed out before the last");
+    check_saved(s.waiting_records % b == 0 || (s.finished && buffered == 0),
+                "a short batch is waiting before the last round");
+
+    // Buffered records: valid costs, arrival positions in order and where the policy keeps them.
+    const std::uint64_t per_round = window;
+    const std::uint64_t capacity = buffer_capacity(o);
     std::uint64_t previous = 0;
-    for (std::size_t i = 0; i < s.buffer_costs.size(); ++i) {
+    for (std::size_t i = 0; i < buffered; ++i) {
         const double c = s.buffer_costs[i];
-        if (!std::isfinite(c) || c < 0.0)
-            throw error("bcl: saved state has an invalid cost for buffered record " + std::to_string(i));
+        check_saved(c >= 0.0 && c <= max_estimate, "an invalid cost for buffered record " + text(i));
         const std::uint64_t a = s.buffer_arrivals[i];
-        if (a >= st.records_in || (i > 0 && a <= previous))
-            throw error("bcl: saved state has an invalid arrival position for buffered record " +
-                        std::to_string(i));
+        const bool in_order = a < st.records_in && (i == 0 || a > previous);
+        bool in_place = true;
+        if (o.policy == lookahead_policy::tumbling) {
+            in_place = a == s.round * window + i; // the records pushed since the last round
+        } else {
+            const std::uint64_t first_round = a < capacity ? 0 : (a - capacity) / per_round + 1;
+            in_place = first_round + o.max_age >= s.round; // not past its deadline
+        }
+        check_saved(in_order && in_place, "an invalid arrival position for buffered record " + text(i));
         previous = a;
     }
     for (const double c : s.waiting_batch_costs)
-        if (!std::isfinite(c) || c < 0.0) throw error("bcl: saved state has an invalid batch cost");
-    if (s.tracks_memory && (s.waiting_batch_memory.size() != waiting ||
-                            s.buffer_memory.size() != s.buffer_costs.size()))
-        throw error("bcl: saved state has memory estimates for the wrong number of records");
+        check_saved(c >= 0.0 && c < HUGE_VAL, "an invalid batch cost");
+    check_saved(!s.tracks_memory || (s.waiting_batch_memory.size() == waiting &&
+                                     s.buffer_memory.size() == buffered),
+                "memory estimates for the wrong number of records");
     for (const double m : s.buffer_memory)
-        if (!std::isfinite(m) || m < 0.0 || (s.opt.memory_budget > 0.0 && m > s.opt.memory_budget))
-            throw error("bcl: saved state has an invalid memory estimate");
-    if (!std::isfinite(s.arrival_cost_total) || s.arrival_cost_total < 0.0)
-        throw error("bcl: saved state has an invalid total arrival cost");
+        check_saved(m >= 0.0 && m <= max_estimate && (o.memory_budget <= 0.0 || m <= o.memory_budget),
+                    "an invalid memory estimate");
+    for (const double m : s.waiting_batch_memory)
+        check_saved(m >= 0.0 && m < HUGE_VAL, "an invalid batch memory");
+    check_saved(s.arrival_cost_total >= 0.0 && s.arrival_cost_total < HUGE_VAL,
+                "an invalid total arrival cost");
+    check_saved(s.last_batch_cost >= 0.0 && s.last_batch_cost < HUGE_VAL,
+                "an invalid last batch cost");
+
+    // Statistics: they count what the counters say.
+    check_saved(st.records_capped <= st.records_in, "more records capped than pushed");
+    check_saved(st.batch_cost.count() == st.records_out / b,
+                "batch-cost statistics of " + text(st.batch_cost.count()) + " batches for " +
+                    text(st.records_out / b) + " full batches handed out");
+    check_saved(st.gap_to_lower_bound.count() <= st.windows, "more gaps than windows");
+    check_saved(st.delay_batches.count() == formed, "delay statistics of " +
+                                                         text(st.delay_batches.count()) +
+                                                         " records for " + text(formed));
+    check_saved(st.max_delay_batches <= max_delay_bound(o), "a delay above the delay bound");
+    std::uint64_t counted = 0;
+    bool each_within = true; // (so the sum cannot wrap around)
+    for (const std::uint64_t h : st.delay_histogram) {
+        each_within = each_within && h <= formed;
+        counted += each_within ? h : 0;
+    }
+    check_saved(each_within && counted == formed && (formed == 0 ? st.delay_histogram.empty()
+                                                  : st.delay_histogram.size() ==
+                                                            st.max_delay_batches + 1 &&
+                                                        st.delay_histogram.back() != 0),
+                "a delay histogram that does not match the delays");
+    check_saved(valid_stats(st.batch_cost) && valid_stats(st.gap_to_lower_bound) &&
+                    valid_stats(st.delay_batches),
+                "invalid running statistics");
+    check_saved(st.peak_batch_memory >= 0.0 && st.peak_batch_memory < HUGE_VAL,
+                "an invalid peak batch memory");
+    check_saved(s.quantile_cap >= 0.0, "an invalid quantile cap");
+    check_saved(s.sketch.count() == (o.cap.kind == cap_kind::quantile ? st.records_in : 0),
+                "a quantile sketch of " + text(s.sketch.count()) + " costs for " +
+                    text(st.records_in) + " records");
 }
 
 [[nodiscard]] inline balancer_snapshot snapshot_from_bytes(std::string_view bytes) {
@@ -227,13 +324,17 @@ inline void check_consistent(const balancer_snapshot& s) {
     s.stats.delay_histogram.resize(r.count("the delay histogram size", max_delay_bound(s.opt) + 1, 8));
     for (std::uint64_t& h : s.stats.delay_histogram) h = r.u64("the delay histogram");
     s.quantile_cap = r.f64("the quantile cap");
-    if (!(s.quantile_cap >= 0.0)) throw error("bcl: saved state has an invalid quantile cap");
     const std::uint64_t zeros = r.u64("the sketch's zero count");
     const std::size_t used = r.count("the sketch's bucket count", quantile_sketch::bucket_count, 16);
     std::array<std::uint64_t, quantile_sketch::bucket_count> buckets{};
+    std::uint64_t sketched = zeros;
     for (std::size_t k = 0; k < used; ++k) {
         const std::size_t index = r.count("a sketch bucket index", quantile_sketch::bucket_count - 1, 0);
         buckets[index] = r.u64("a sketch bucket");
+        // Bounded one by one, so that their sum (the sketch's count) cannot wrap around.
+        check_saved(zeros <= max_saved_records && buckets[index] <= max_saved_records - sketched,
+                    "a quantile sketch counting more costs than records");
+        sketched += buckets[index];
     }
     s.sketch = quantile_sketch::from_counts(buckets, zeros);
     s.tracks_memory = r.flag("the memory flag");

@@ -1,6 +1,8 @@
 #pragma once
 // Internal: the swap refinement loop, shared by swap_refinement and lpt_swap_partitioner.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/pack_table.hpp>
 #include <bcl/detail/ranked_costs.hpp>
 #include <bcl/partitioner.hpp>

@@ -1,6 +1,8 @@
 #pragma once
 // Choosing which buffered records form the next round of the sliding policy.
 
+#include <bcl/detail/config.hpp>
+
 #include <bcl/detail/ranked_costs.hpp>
 
 #include <algorithm>

@@ -9,6 +9,12 @@
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
 //                                       and real workloads (bench/workloads), for the table in
 //                                       docs/partitioners.md
+//   memory_repair/K:<K>/B:64            one bcl::detail::memory_repair call on a cost-balanced
+//                                       window, memory = length, budget 1.05x the mean batch memory
+//   memory_repair_tight/K:<K>/B:64      the same at 1.01x, where some batches start over budget
+//   memory_repair_independent/K:<K>/B:64  budget 1.05x, memory independent of the cost (the
+//                                       lengths of another window), so a third of the batches
+//                                       start over budget
 //
 // Costs: lengths L = round(exp(N(6, 1))) tokens (at least 1), cost L + L^2/24576 (a FLOPs proxy
 // for a 7B transformer: MLP plus attention). Every benchmark of one window size cycles through the
@@ -17,8 +23,11 @@
 // Counters: items_per_second counts records; time_per_record is its inverse; gap_to_lb is the mean
 // of (heaviest pack - lower bound) / lower bound over the windows run; allocs_per_window counts
 // heap allocations inside the timed loop (after two or three warm-up windows), which must be 0.
+// The memory_repair rows report gap_to_lb for the repaired partition's costliest batch, and
+// over_budget, the fraction of windows the repair could not fit.
 
 #include <bcl/bcl.hpp>
+#include <bcl/detail/memory_repair.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -330,6 +339,85 @@ void sort_benchmark(benchmark::State& state) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Memory repair
+// ---------------------------------------------------------------------------------------------
+
+/// What the memory_repair rows give each record as its memory estimate.
+enum class repair_memory {
+    length,      // its own length, which its cost grows with
+    independent, // the length in the same slot of the next window: unrelated to its cost
+};
+
+/// memory_repair*: one bcl::detail::memory_repair call per iteration, on a window whose
+/// cost-balanced partition (bcl::lpt_swap_partitioner) was computed before timing, at a budget of
+/// `budget_factor` x the window's mean batch memory. The timed loop copies that partition (O(n),
+/// well under 1 ns per record) and repairs it. The repair is a pure function of its input, so
+/// each window's result (its gap to the cost lower bound, whether it fits) is computed once,
+/// untimed, and added up per run.
+void memory_repair_benchmark(benchmark::State& state, repair_memory kind, double budget_factor) {
+    const auto k = static_cast<std::size_t>(state.range(0));
+    const auto b = static_cast<std::size_t>(state.range(1));
+    const std::size_t window = k * b;
+    const window_pool& pool = *pool_for(lognormal_tokens, window);
+    const bcl::pack_shape shape{k, b};
+    struct prepared {
+        std::vector<double> memory;
+        std::vector<std::uint32_t> balanced;
+        double budget = 0.0;
+        double gap = 0.0;
+        bool over = false;
+    };
+    // A few windows: each needs a partition up front, and the slowest repairs take long.
+    const std::size_t windows = std::min<std::size_t>(pool.windows, 8);
+    std::vector<prepared> input(windows);
+    bcl::lpt_swap_partitioner partitioner;
+    bcl::detail::memory_repair repair;
+    std::vector<std::uint32_t> pack_of(window);
+    std::vector<double> batch_cost(k);
+    for (std::size_t w = 0; w < windows; ++w) {
+        prepared& in = input[w];
+        const std::size_t source = kind == repair_memory::length ? w : (w + 1) % pool.windows;
+        in.memory.resize(window);
+        double memory_total = 0.0;
+        for (std::size_t i = 0; i < window; ++i) {
+            in.memory[i] = pool.records[source * window + i].length;
+            memory_total += in.memory[i];
+        }
+        in.budget = budget_factor * memory_total / static_cast<double>(k);
+        in.balanced.resize(window);
+        const bcl::partition_summary summary = partitioner(pool.costs_of(w), shape, in.balanced);
+        pack_of = in.balanced;
+        in.over = repair(pool.costs_of(w), in.memory, shape, pack_of, in.budget) > in.budget;
+        std::fill(batch_cost.begin(), batch_cost.end(), 0.0);
+        for (std::size_t i = 0; i < window; ++i)
+            batch_cost[pack_of[i]] += pool.costs_of(w)[i];
+        const double heaviest = *std::max_element(batch_cost.begin(), batch_cost.end());
+        in.gap = gap_of({heaviest, summary.lower_bound});
+    }
+
+    double gap_sum = 0.0;
+    std::size_t over = 0;
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        const prepared& in = input[w];
+        std::copy(in.balanced.begin(), in.balanced.end(), pack_of.begin());
+        benchmark::DoNotOptimize(repair(pool.costs_of(w), in.memory, shape, pack_of, in.budget));
+        benchmark::DoNotOptimize(pack_of.data());
+        gap_sum += in.gap;
+        over += in.over ? 1 : 0;
+        ++runs;
+        if (++w == windows)
+            w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, window, gap_sum, runs, allocations);
+    state.counters["over_budget"] =
+        static_cast<double>(over) / static_cast<double>(runs > 0 ? runs : 1);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Registration
 // ---------------------------------------------------------------------------------------------
 
@@ -388,6 +476,19 @@ void register_distribution(const length_source& src, std::int64_t k, std::int64_
     add_partitioner<bcl::snake_partitioner>(prefix + "snake", src, k, b);
 }
 
+/// memory_repair*/K:<K>/B:64: the three memory repair rows of one window size.
+void register_memory_repair(std::int64_t k) {
+    add("memory_repair", k, 64, [](benchmark::State& state) {
+        memory_repair_benchmark(state, repair_memory::length, 1.05);
+    });
+    add("memory_repair_tight", k, 64, [](benchmark::State& state) {
+        memory_repair_benchmark(state, repair_memory::length, 1.01);
+    });
+    add("memory_repair_independent", k, 64, [](benchmark::State& state) {
+        memory_repair_benchmark(state, repair_memory::independent, 1.05);
+    });
+}
+
 void register_all() {
     // Shape by shape (and source by source), so one window pool serves a run of benchmarks.
     for (const std::int64_t k : lookaheads)
@@ -397,6 +498,8 @@ void register_all() {
     for (const auto& shape : table_shapes)
         for (const length_source& src : table_sources)
             register_distribution(src, shape[0], shape[1]);
+    for (const std::int64_t k : {64, 256, 1024})
+        register_memory_repair(k);
 }
 
 } // namespace

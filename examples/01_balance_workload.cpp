@@ -4,16 +4,21 @@
 // the per-batch cost variability falls against plain consecutive batches of the same records.
 // Requires: a lengths file (argv[1]); the bundled ones are in bench/workloads/. Optional argv[2]
 // is the batch size, argv[3] the lookahead.
+// Bad input (a file it cannot read, a line that is not a token count, a bad argument) ends it
+// with one line on stderr that names the file, the line and the value, and exit code 2.
 
 #include <bcl/bcl.hpp>
-
-#include <fmt/core.h>
-
+#include <charconv>
 #include <cstddef>
-#include <cstdlib>
+#include <cstdint>
 #include <exception>
+#include <fmt/core.h>
 #include <fstream>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -23,39 +28,95 @@ struct sample {
     double tokens;
 };
 
+/// Input this program cannot use: exit code 2.
+struct bad_input : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// The longest record: 2^31 tokens. A longer one is a typo or a broken file, not a record.
+constexpr std::uint64_t max_tokens = std::uint64_t{1} << 31;
+
+/// `text` (blanks around it allowed) as a whole number from 0 to `max` in plain decimal; nothing
+/// else: no sign, no fraction, no exponent.
+std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t max) {
+    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+    while (!text.empty() && blank(text.front()))
+        text.remove_prefix(1);
+    while (!text.empty() && blank(text.back()))
+        text.remove_suffix(1);
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > max)
+        return std::nullopt;
+    return value;
+}
+
+/// One token count per line; blank lines are skipped.
 std::vector<sample> read_lengths(const std::string& path) {
     std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
+    if (!in)
+        throw bad_input(path + ": cannot open the file");
     std::vector<sample> samples;
-    double length = 0;
-    while (in >> length) samples.push_back({samples.size(), length});
-    if (!in.eof()) throw std::runtime_error(path + ": line " + std::to_string(samples.size() + 1) +
-                                            " is not a number");
+    std::string line;
+    for (std::size_t number = 1; std::getline(in, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+            continue;
+        const std::optional<std::uint64_t> length = whole_number(line, max_tokens);
+        if (!length)
+            throw bad_input(fmt::format("{}:{}: '{}' is not a token count (a whole number from 0 "
+                                        "to {})",
+                                        path, number, line, max_tokens));
+        samples.push_back({samples.size(), static_cast<double>(*length)});
+    }
+    if (in.bad())
+        throw bad_input(path + ": cannot read the file");
+    if (samples.empty())
+        throw bad_input(path + ": no lengths in the file");
     return samples;
+}
+
+/// argv[index] as a count (whole number), or `fallback` if it was not given.
+std::size_t count_argument(int argc, char** argv, int index, const char* name,
+                           std::size_t fallback) {
+    if (argc <= index)
+        return fallback;
+    const std::optional<std::uint64_t> value = whole_number(argv[index], bcl::max_window_records);
+    if (!value)
+        throw bad_input(fmt::format("{} '{}' is not a whole number from 1 to {}", name, argv[index],
+                                    bcl::max_window_records));
+    return static_cast<std::size_t>(*value);
 }
 
 } // namespace
 
 int main(int argc, char** argv) try {
-    if (argc < 2) {
+    if (argc < 2 || argc > 4) {
         fmt::print(stderr, "usage: {} LENGTHS_FILE [BATCH_SIZE [LOOKAHEAD]]\n", argv[0]);
         return 2;
     }
+    const bcl::options opt{.batch_size = count_argument(argc, argv, 2, "batch size", 16),
+                           .lookahead = count_argument(argc, argv, 3, "lookahead", 8)};
+    bcl::validate(opt); // a batch size or lookahead of 0 is a bcl::error, before any loop below
     std::vector<sample> samples = read_lengths(argv[1]);
-    const bcl::options opt{.batch_size = argc > 2 ? std::stoul(argv[2]) : 16,
-                           .lookahead = argc > 3 ? std::stoul(argv[3]) : 8};
+    if (samples.size() < opt.batch_size)
+        throw bad_input(fmt::format("{}: {} lengths, fewer than one batch of {}", argv[1],
+                                    samples.size(), opt.batch_size));
     const auto cost = bcl::affine_quadratic(0.0, 1.0, 1.0 / 24576, &sample::tokens);
 
     // Before: consecutive batches in file order, what a plain loader would emit.
     bcl::running_stats before;
     for (std::size_t first = 0; first + opt.batch_size <= samples.size(); first += opt.batch_size) {
         double batch_cost = 0;
-        for (std::size_t i = first; i < first + opt.batch_size; ++i) batch_cost += cost(samples[i]);
+        for (std::size_t i = first; i < first + opt.batch_size; ++i)
+            batch_cost += cost(samples[i]);
         before.add(batch_cost);
     }
+    if (before.mean() <= 0.0)
+        throw bad_input(
+            fmt::format("{}: every length is 0, so there is no cost to balance", argv[1]));
 
-    fmt::print("{} records, batch size {}, lookahead {} batches\n", samples.size(),
-               opt.batch_size, opt.lookahead);
+    fmt::print("{} records, batch size {}, lookahead {} batches\n", samples.size(), opt.batch_size,
+               opt.lookahead);
     fmt::print("{:<24}{:>14}{:>10}{:>10}{:>14}{:>11}\n", "", "mean cost", "cv", "cv red.",
                "max/mean", "max delay");
     fmt::print("{:<24}{:>14.1f}{:>10.4f}{:>10}{:>14.3f}{:>11}\n", "consecutive batches",
@@ -66,15 +127,27 @@ int main(int argc, char** argv) try {
         bcl::options with_policy = opt;
         with_policy.policy = policy;
         auto batches = bcl::balance(samples, cost, with_policy);
-        for (auto&& batch : batches) (void)batch;
+        for (auto&& batch : batches)
+            (void)batch;
         const bcl::statistics& after = batches.balancer().stats();
-        fmt::print("{:<24}{:>14.1f}{:>10.4f}{:>9.1f}%{:>14.3f}{:>11}\n",
-                   policy == bcl::lookahead_policy::sliding ? "bcl sliding (default)" : "bcl tumbling",
-                   after.batch_cost.mean(), after.batch_cost.cv(),
-                   100.0 * (1.0 - after.batch_cost.cv() / before.cv()),
+        // No reduction to show when the plain batches already all cost the same.
+        const std::string reduction =
+            before.cv() > 0.0
+                ? fmt::format("{:.1f}%", 100.0 * (1.0 - after.batch_cost.cv() / before.cv()))
+                : "-";
+        fmt::print("{:<24}{:>14.1f}{:>10.4f}{:>10}{:>14.3f}{:>11}\n",
+                   policy == bcl::lookahead_policy::sliding ? "bcl sliding (default)"
+                                                            : "bcl tumbling",
+                   after.batch_cost.mean(), after.batch_cost.cv(), reduction,
                    after.batch_cost.max() / after.batch_cost.mean(), after.max_delay_batches);
     }
     return 0;
+} catch (const bad_input& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+} catch (const bcl::error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
 } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -2,21 +2,26 @@
 // every 50 batches, "crashes" partway through the epoch, restores from the last checkpoint and
 // finishes; the batches it trained on equal those of an uninterrupted run. Records are not
 // serialized themselves: the checkpoint stores their dataset indices, the way a real loader would.
-// Requires: a lengths file (argv[1]), e.g. bench/workloads/gsm8k_train_llama3_tokens.txt.
-
-#include <bcl/bcl.hpp>
-
-#include <fmt/core.h>
+// Requires: a lengths file (argv[1]) of at least 1025 records (65 batches: the crash comes after
+// the first checkpoint), e.g. bench/workloads/gsm8k_train_llama3_tokens.txt.
+// Bad input (a file it cannot read, a line that is not a token count, too few records) ends it
+// with one line on stderr that names the file, the line and the value, and exit code 2.
 
 #include <algorithm>
+#include <bcl/bcl.hpp>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <fmt/core.h>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -29,13 +34,72 @@ struct sample {
 using cost_model = bcl::affine_quadratic_cost<double (*)(const sample&)>;
 using balancer = bcl::balancer<sample, cost_model>;
 
-double token_count(const sample& s) { return static_cast<double>(s.tokens.size()); }
+double token_count(const sample& s) {
+    return static_cast<double>(s.tokens.size());
+}
 
+/// A checkpoint every this many batches.
+constexpr std::size_t checkpoint_every = 50;
+
+/// The batch the run "crashes" after, in an epoch of `batches` batches.
+constexpr std::size_t crash_point(std::size_t batches) {
+    return batches * 2 / 3 + 7;
+}
+
+/// The fewest batches an epoch may have for the crash to come after the first checkpoint and
+/// before the end of the epoch.
+constexpr std::size_t fewest_batches() {
+    std::size_t batches = 1;
+    while (crash_point(batches) < checkpoint_every || crash_point(batches) >= batches)
+        ++batches;
+    return batches;
+}
+
+/// Input this program cannot use: exit code 2.
+struct bad_input : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// The longest record: 2^24 tokens, more than any context window. Every record here holds its
+/// tokens, so a runaway length would be gigabytes of memory rather than an error message.
+constexpr std::uint64_t max_tokens = std::uint64_t{1} << 24;
+
+/// `text` (blanks around it allowed) as a whole number from 0 to `max` in plain decimal; nothing
+/// else: no sign, no fraction, no exponent.
+std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t max) {
+    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+    while (!text.empty() && blank(text.front()))
+        text.remove_prefix(1);
+    while (!text.empty() && blank(text.back()))
+        text.remove_suffix(1);
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > max)
+        return std::nullopt;
+    return value;
+}
+
+/// One token count per line; blank lines are skipped.
 std::vector<std::size_t> read_lengths(const std::string& path) {
     std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
+    if (!in)
+        throw bad_input(path + ": cannot open the file");
     std::vector<std::size_t> lengths;
-    for (std::size_t length = 0; in >> length;) lengths.push_back(length);
+    std::string line;
+    for (std::size_t number = 1; std::getline(in, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+            continue;
+        const std::optional<std::uint64_t> length = whole_number(line, max_tokens);
+        if (!length)
+            throw bad_input(fmt::format("{}:{}: '{}' is not a token count (a whole number from 0 "
+                                        "to {})",
+                                        path, number, line, max_tokens));
+        lengths.push_back(static_cast<std::size_t>(*length));
+    }
+    if (in.bad())
+        throw bad_input(path + ": cannot read the file");
+    if (lengths.empty())
+        throw bad_input(path + ": no lengths in the file");
     return lengths;
 }
 
@@ -50,8 +114,10 @@ void write_checkpoint(const std::filesystem::path& file, const balancer& b) {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out << bytes.size() << ' ' << st.pending.size() << '\n';
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    for (const sample& s : st.pending) out << ' ' << s.index;
-    if (!out) throw std::runtime_error("cannot write " + file.string());
+    for (const sample& s : st.pending)
+        out << ' ' << s.index;
+    if (!out)
+        throw std::runtime_error("cannot write " + file.string());
 }
 
 balancer::state read_checkpoint(const std::filesystem::path& file,
@@ -66,7 +132,8 @@ balancer::state read_checkpoint(const std::filesystem::path& file,
     std::vector<sample> records;
     for (std::size_t i = 0, index = 0; i < pending && in >> index; ++i)
         records.push_back(load(lengths, index));
-    if (!in) throw std::runtime_error("checkpoint " + file.string() + " is unreadable");
+    if (!in)
+        throw std::runtime_error("checkpoint " + file.string() + " is unreadable");
     return balancer::state::from_bytes(bytes, std::move(records));
 }
 
@@ -77,7 +144,8 @@ struct run_log {
 
 void train_on(run_log& log, balancer::batch_type batch) {
     std::vector<std::size_t>& ids = log.batches.emplace_back();
-    for (const sample& s : batch) ids.push_back(s.index);
+    for (const sample& s : batch)
+        ids.push_back(s.index);
 }
 
 // Runs until the end of the epoch, or until `crash_at` batches were trained on.
@@ -85,20 +153,23 @@ bool run(run_log& log, balancer& b, const std::vector<std::size_t>& lengths, std
          const std::filesystem::path& checkpoint) {
     const auto step = [&](balancer::batch_type batch) {
         train_on(log, batch);
-        if (log.batches.size() % 50 == 0) {
+        if (log.batches.size() % checkpoint_every == 0) {
             write_checkpoint(checkpoint, b);
-            std::ofstream(checkpoint.string() + ".pos") << log.next_record << ' ' << log.batches.size();
+            std::ofstream(checkpoint.string() + ".pos")
+                << log.next_record << ' ' << log.batches.size();
         }
         return log.batches.size() != crash_at;
     };
     for (; log.next_record < lengths.size();) {
         b.push(load(lengths, log.next_record++));
         while (auto batch = b.pop())
-            if (!step(*batch)) return false;
+            if (!step(*batch))
+                return false;
     }
     b.finish();
     while (auto batch = b.pop())
-        if (!step(*batch)) return false;
+        if (!step(*batch))
+            return false;
     return true;
 }
 
@@ -110,17 +181,27 @@ int main(int argc, char** argv) try {
         return 2;
     }
     const std::vector<std::size_t> lengths = read_lengths(argv[1]);
-    const bcl::options opt{.batch_size = 16, .lookahead = 8, .seed = 42,
-                           .policy = bcl::lookahead_policy::sliding};
+    const bcl::options opt{
+        .batch_size = 16, .lookahead = 8, .seed = 42, .policy = bcl::lookahead_policy::sliding};
     const cost_model cost{0.0, 1.0, 1.0 / 24576, &token_count};
     const auto checkpoint = std::filesystem::temp_directory_path() / "bcl_example_checkpoint";
+    const auto unused = std::filesystem::path(checkpoint.string() + ".unused");
+
+    // The batch count is ceil(N / B) whatever the costs: the crash point is known up front, and
+    // it must come after the first checkpoint and before the end of the epoch.
+    const std::size_t batch_count = (lengths.size() + opt.batch_size - 1) / opt.batch_size;
+    const std::size_t crash_at = crash_point(batch_count);
+    if (batch_count < fewest_batches())
+        throw bad_input(fmt::format("{}: {} lengths make {} batches of {}; this example needs at "
+                                    "least {} batches, to crash after its first checkpoint",
+                                    argv[1], lengths.size(), batch_count, opt.batch_size,
+                                    fewest_batches()));
 
     run_log reference;
     balancer whole{cost, opt};
-    run(reference, whole, lengths, 0, checkpoint.string() + ".unused");
+    run(reference, whole, lengths, 0, unused);
 
     run_log resumed;
-    const std::size_t crash_at = reference.batches.size() * 2 / 3 + 7;
     {
         balancer first{cost, opt};
         if (run(resumed, first, lengths, crash_at, checkpoint))
@@ -138,15 +219,20 @@ int main(int argc, char** argv) try {
 
     std::vector<std::size_t> seen(lengths.size(), 0);
     for (const auto& batch : resumed.batches)
-        for (const std::size_t index : batch) ++seen[index];
+        for (const std::size_t index : batch)
+            ++seen[index];
     const bool once = std::all_of(seen.begin(), seen.end(), [](std::size_t n) { return n == 1; });
     const bool same = once && resumed.batches == reference.batches;
     fmt::print("{} batches resumed, {} uninterrupted: {}\n", resumed.batches.size(),
                reference.batches.size(),
                same ? "identical batches, every record exactly once" : "DIFFERENT");
-    std::filesystem::remove(checkpoint);
-    std::filesystem::remove(checkpoint.string() + ".pos");
+    for (const auto& file : {checkpoint, unused})
+        for (const auto& path : {file, std::filesystem::path(file.string() + ".pos")})
+            std::filesystem::remove(path);
     return same ? 0 : 1;
+} catch (const bad_input& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
 } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

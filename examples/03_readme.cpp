@@ -1,23 +1,52 @@
 // This example demonstrates the README's program: balance real ShareGPT conversations into
 // batches of 16 (the default, sliding policy) and print what it achieved.
-// Requires: a lengths file (argv[1]), e.g. bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt.
+// Requires: a lengths file (argv[1]), e.g.
+// bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt. A file it cannot use ends it with
+// one line on stderr (file:line: value) and exit code 2.
 #include <bcl/bcl.hpp>
+#include <charconv>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <vector>
 
-struct sample { std::vector<int> tokens; };
+struct sample {
+    std::vector<int> tokens;
+};
 
-std::vector<sample> load_samples(const char* path) {
-    std::vector<sample> samples;
+// One token count per line: a whole number up to 2^24 (a sample holds its tokens).
+std::vector<sample> load_samples(const std::string& path) {
     std::ifstream in(path);
-    for (std::size_t length = 0; in >> length;) samples.push_back({std::vector<int>(length)});
+    if (!in)
+        throw std::runtime_error(path + ": cannot open the file");
+    std::vector<sample> samples;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        std::size_t length = 0;
+        const char* end = line.data() + line.size();
+        const auto [stop, error] = std::from_chars(line.data(), end, length);
+        if (error != std::errc{} || stop != end || length > (std::size_t{1} << 24))
+            throw std::runtime_error(path + ":" + std::to_string(number) + ": '" + line +
+                                     "' is not a token count (a whole number up to 2^24)");
+        samples.push_back({std::vector<int>(length)});
+    }
+    if (samples.empty())
+        throw std::runtime_error(path + ": no lengths in the file");
     return samples;
 }
-void train_step(std::span<sample> batch) { (void)batch; }
+void train_step(std::span<sample> batch) {
+    (void)batch;
+}
 
-int main(int argc, char** argv) {
-    if (argc < 2) return 2;
+int main(int argc, char** argv) try {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s LENGTHS_FILE\n", argv[0]);
+        return 2;
+    }
+    // clang-format off
     std::vector<sample> samples = load_samples(argv[1]);     // any input range of records
     auto cost = bcl::affine_quadratic(0.0, 1.0, 1.0 / 24576, // a + b*L + c*L^2 ...
         [](const sample& s) { return s.tokens.size(); });  // ... of the token count L
@@ -29,4 +58,8 @@ int main(int argc, char** argv) {
     std::printf("%llu batches, batch-cost cv %.3f, max delay %llu batches\n",
                 (unsigned long long)s.batches, s.batch_cost.cv(),
                 (unsigned long long)s.max_delay_batches);
+    // clang-format on
+} catch (const std::runtime_error& e) { // bad input: the file above, or a bcl::error
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
 }

@@ -1,16 +1,71 @@
 #!/usr/bin/env bash
-# Build bcl (Release) and run the simulator on the bundled ShareGPT lengths (extra flags go to bcl-sim).
+# Build bcl (Release) and run the simulator on the bundled ShareGPT lengths: 8 ranks, 1000 steps,
+# the run whose numbers the README quotes. Extra flags go to bcl-sim and override these (e.g.
+# --steps 5000, --ranks 32). Ends with a legend of the table's columns and, when /usr/bin/python3
+# has matplotlib, a plot of the step times (scripts/plot_sim.py). BCL_BUILD_DIR picks the build
+# tree (default build/).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+build="${BCL_BUILD_DIR:-build}"
+
 bash scripts/setup.sh
 
-if [[ -f build/CMakeCache.txt ]]; then
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+if [[ -f "$build/CMakeCache.txt" ]]; then
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 else
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
-cmake --build build -j 2
+cmake --build "$build" -j 2
+
+out="$build/demo"
+mkdir -p "$out"
+# bcl-sim takes the last value of a repeated flag, so the flags given to this script win.
+sim=("$build/bin/bcl-sim" --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt
+     --steps 1000 "$@")
 
 # The main job: 8 simulated ranks on real ShareGPT conversation lengths, every policy.
-build/bin/bcl-sim --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt --steps 400 "$@"
+echo
+"${sim[@]}" --trace "$out/sim_trace.csv"
+
+format=table
+for ((i = 1; i <= $#; ++i)); do
+    case "${!i}" in
+    --format=*) format="${!i#--format=}" ;;
+    --format) j=$((i + 1)) && format="${!j:-table}" ;;
+    esac
+done
+if [[ "$format" == table ]]; then
+    cat <<'EOF'
+
+Columns, one row per policy (none: plain fixed-count batches, the reference the others are
+compared with; tumbling and sliding: bcl, rank-local; oracle: coordinated across ranks):
+  efficiency  mean rank step cost / mean step time (a step lasts as long as its slowest rank);
+              1 means no rank ever waits. Higher is better.
+  speedup     none's step time / this policy's, on the same records. Higher is better.
+  cv          std / mean of a rank's batch cost. Lower is better.
+  cv_red      1 - cv / none's cv: the share of none's variability removed. Higher is better.
+  p99/mean    99th-percentile step time / the ideal step time. Lower is better (1 at best).
+  gap_to_lb   heaviest batch of a window above the best possible (a lower bound), relative,
+              averaged over windows; '-' for policies without bcl's partitioner. Lower is better.
+  delay       most steps a record is held back behind its plain batch. Lower is better.
+  capped      records the outlier cap (--cap) acted on; 0 without a cap.
+  peak_tok    most tokens in one rank's batch: its memory peak. Lower is better.
+  over_bud    rank-batches above --memory-budget; 0 without one. Lower is better.
+  time_s      the simulator's own run time for the policy (not training time).
+With no flags given, these are the README's figures (R=8, B=16, K=8, 1000 steps, seed 1).
+EOF
+fi
+
+# After a table, notes go to stdout with it; after JSON or CSV, to stderr, so stdout stays parsable.
+note() {
+    if [[ "$format" == table ]]; then printf '\n%s\n' "$1"; else printf '%s\n' "$1" >&2; fi
+}
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    "${sim[@]}" --format json >"$out/sim.json"
+    /usr/bin/python3 scripts/plot_sim.py "$out/sim_trace.csv" --summary "$out/sim.json" \
+        -o "$out/sim_trace.png" >/dev/null
+    note "Step times of every policy, plotted: $out/sim_trace.png"
+else
+    note "(No plot: /usr/bin/python3 has no matplotlib; Debian: apt-get install python3-matplotlib.)"
+fi

@@ -531,8 +531,13 @@ TEST_CASE("sim: specs parse with defaults and reject bad input", "[sim][input]")
 }
 
 TEST_CASE("sim: workload files are checked line by line", "[sim][input]") {
-    const auto good = write_temp("good.txt", "12\n 7 \n\n0\n3.5\n");
-    CHECK(bcl_sim::load_lengths(good.string()) == std::vector<double>{12, 7, 0, 3.5});
+    const auto good = write_temp("good.txt", "12\n 7 \n\n0\n3\n");
+    CHECK(bcl_sim::load_lengths(good.string()) == std::vector<double>{12, 7, 0, 3});
+    const auto fraction = write_temp("fraction.txt", "12\n3.5\n");
+    CHECK_THROWS_WITH(bcl_sim::load_lengths(fraction.string()),
+                      Contains(":2: length 3.5 is not a whole number"));
+    const auto huge = write_temp("huge.txt", "1e23\n");
+    CHECK_THROWS_WITH(bcl_sim::load_lengths(huge.string()), Contains(":1: length 1e23 is above 2^31"));
 
     CHECK_THROWS_WITH(bcl_sim::load_lengths("/nonexistent/bcl_sim_lengths.txt"),
                       Contains("cannot open"));

@@ -15,6 +15,7 @@
 // cost model, workload file), 1 anything else (a rank that breaks mid-run aborts the whole job).
 // See docs/mpi.md.
 
+#include "cli.hpp"
 #include "json_output.hpp"
 #include "simulator.hpp"
 
@@ -52,9 +53,12 @@ constexpr std::string_view program = "bcl-mpi-bench";
 /// The policies this bench runs: the reference and bcl's two rank-local policies.
 constexpr std::string_view known_policies[] = {"none", "tumbling", "sliding"};
 
-/// Outcome of the set-up phase on one rank. Ordered so that the maximum over ranks is what every
-/// rank must do: any error beats a help request, which beats going on.
-enum class setup_status : int { ok = 0, help = 1, bad_input = 2 };
+/// Most --rounds: the median of a thousand rounds is as steady as it gets.
+constexpr std::uint64_t max_rounds = 1000;
+
+/// Outcome of the set-up phase on one rank: run, help or bad_input. Ordered so that the maximum
+/// over ranks is what every rank must do: any error beats a help request, which beats going on.
+using setup_status = bcl_cli::request;
 
 struct bench_config {
     std::string dist_text = "lognormal:mu=6,sigma=1";
@@ -62,6 +66,7 @@ struct bench_config {
     std::string policy_text = "none,tumbling,sliding";
     std::string format = "table";
     std::string wait_text = "poll";
+    std::string progress = "auto"; ///< --progress; shown by rank 0 only
     std::size_t batch = 16;
     std::size_t lookahead = 8;
     std::size_t steps = 100;
@@ -168,21 +173,13 @@ private:
 
 std::vector<std::string> parse_policy_list(std::string_view text) {
     std::vector<std::string> out{"none"}; // the reference always runs, first
-    std::string_view rest = text;
-    for (;;) {
-        const std::size_t comma = rest.find(',');
-        const std::string_view name = bcl_sim::detail::trim(rest.substr(0, comma));
-        if (name.empty())
-            throw bcl_sim::input_error(fmt::format("--policy {}: empty policy name", text));
+    for (std::string& name : bcl_cli::split_names(text, "--policy")) {
         if (std::find(std::begin(known_policies), std::end(known_policies), name) ==
             std::end(known_policies))
             throw bcl_sim::input_error(fmt::format(
                 "--policy: unknown policy '{}' (expected some of none,tumbling,sliding)", name));
         if (std::find(out.begin(), out.end(), name) == out.end())
-            out.emplace_back(name);
-        if (comma == std::string_view::npos)
-            break;
-        rest.remove_prefix(comma + 1);
+            out.push_back(std::move(name));
     }
     return out;
 }
@@ -232,8 +229,8 @@ void draw_records(rank_setup& setup, int rank, int ranks) {
     const bench_config& cfg = setup.cfg;
     std::unique_ptr<bcl_sim::record_source> source;
     if (const auto* file = std::get_if<bcl_sim::file_spec>(&cfg.dist)) {
-        auto lengths =
-            std::make_shared<const std::vector<double>>(bcl_sim::load_lengths(file->path));
+        auto lengths = std::make_shared<const std::vector<double>>(
+            bcl_sim::load_lengths(file->path));
         setup.cfg.dataset_records = lengths->size();
         fingerprint f;
         for (const double x : *lengths)
@@ -267,27 +264,17 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
     CLI::App app{"bcl-mpi-bench: real MPI ranks that sleep for their batch's cost and meet in an "
                  "allreduce every step; wall-clock speedup of bcl's policies against none, next "
                  "to the speedup bcl-sim predicts for the same batches. Run it under mpirun."};
-    app.add_option("--dist", cfg.dist_text,
-                   "record lengths: lognormal:mu=6,sigma=1 | pareto:xm=100,alpha=1.5 | "
-                   "bimodal:short=512,long=4096,p=0.25,sigma=0.3 | uniform:lo=1,hi=4096 | "
-                   "file:PATH (one length per line, sharded over the ranks)")
-        ->capture_default_str();
-    app.add_option("--cost", cfg.cost_text,
-                   "cost of a record of length L: affine:a=..,b=..,c=.. is a + b*L + c*L^2 "
-                   "(default L + L^2/24576, a 7B-model FLOPs proxy)")
-        ->capture_default_str();
-    app.add_option("--batch", cfg.batch, "B, records per rank per step")->capture_default_str();
-    app.add_option("--lookahead", cfg.lookahead, "K, batches per bcl window")
-        ->capture_default_str();
-    app.add_option("--steps", cfg.steps,
-                   "steps per policy; each rank draws steps * B records, so every policy "
-                   "processes exactly the same records")
-        ->capture_default_str();
-    app.add_option("--rounds", cfg.rounds,
-                   "run every policy this many times, alternating; wall times are the median "
-                   "round's (3 or more shrug off a busy moment on a shared machine)")
-        ->capture_default_str();
-    app.add_option("--seed", cfg.seed, "seed of every random choice")->capture_default_str();
+    bcl_cli::add_workload_flags(app, cfg.dist_text, cfg.cost_text);
+    bcl_cli::add_batch_flags(app, cfg.batch, cfg.lookahead);
+    bcl_cli::add_count(app, "--steps", cfg.steps,
+                       "steps per policy; each rank draws steps * B records, so every policy "
+                       "processes exactly the same records",
+                       bcl_cli::max_steps);
+    bcl_cli::add_count(app, "--rounds", cfg.rounds,
+                       "run every policy this many times, alternating; wall times are the median "
+                       "round's (3 or more shrug off a busy moment on a shared machine)",
+                       max_rounds);
+    bcl_cli::add_seed_flag(app, cfg.seed);
     app.add_option("--policy", cfg.policy_text,
                    "comma list of none, tumbling, sliding; none always runs first (the reference)")
         ->capture_default_str();
@@ -295,42 +282,31 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
                    "milliseconds a batch of mean cost takes; a batch of cost c sleeps "
                    "c / (mean batch cost) * step-ms")
         ->capture_default_str();
-    app.add_option("--wait", cfg.wait_text,
-                   "how ranks wait in the allreduce: poll (MPI_Iallreduce, then MPI_Test every "
-                   "50 us with sleeps between: no core is burnt waiting, so more ranks than "
-                   "cores is fine) or block (MPI_Allreduce, which usually spins; at most one "
-                   "rank per core)")
-        ->check(CLI::IsMember({"poll", "block"}))
-        ->capture_default_str();
-    app.add_option("--format", cfg.format, "output format")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
+    bcl_cli::add_choice(app, "--wait", cfg.wait_text,
+                        "how ranks wait in the allreduce: poll (MPI_Iallreduce, then MPI_Test "
+                        "every 50 us with sleeps between: no core is burnt waiting, so more ranks "
+                        "than cores is fine) or block (MPI_Allreduce, which usually spins; at most "
+                        "one rank per core)",
+                        {"poll", "block"});
+    bcl_cli::add_format_flag(app, cfg.format, {"table", "json"});
+    bcl_cli::add_progress_flag(app, cfg.progress);
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
-            message = app.help();
-            return setup_status::help;
-        }
-        message = fmt::format("{} (run '{} --help' for the flags)", e.what(), program);
-        return setup_status::bad_input;
+    const bcl_cli::parsed command = bcl_cli::parse(app, argc, argv, program);
+    if (command.what != bcl_cli::request::run) {
+        message = command.message;
+        return command.what;
     }
 
-    try {
+    const auto failed = bcl_cli::catch_failure([&] {
         cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
         cfg.cost = bcl_sim::parse_cost(cfg.cost_text);
         cfg.policies = parse_policy_list(cfg.policy_text);
         validate_numbers(cfg);
         draw_records(setup, rank, ranks);
-        return setup_status::ok;
-    } catch (const bcl_sim::input_error& e) {
-        message = e.what();
-    } catch (const bcl::error& e) {
-        message = e.what();
-    } catch (const std::exception& e) {
-        message = fmt::format("while setting up: {}", e.what());
-    }
+    });
+    if (!failed)
+        return setup_status::run;
+    message = failed->message;
     return setup_status::bad_input;
 }
 
@@ -363,7 +339,7 @@ setup_status agree(setup_status mine, const std::string& message, int rank, int 
     int worst = static_cast<int>(mine);
     MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     const auto status = static_cast<setup_status>(worst);
-    if (status == setup_status::ok)
+    if (status == setup_status::run)
         return status;
     if (status == setup_status::help) {
         if (rank == 0)
@@ -741,7 +717,7 @@ int run(int argc, char** argv) {
     std::string message;
     const setup_status mine = local_setup(argc, argv, rank, ranks, setup, message);
     switch (agree(mine, message, rank, ranks)) {
-    case setup_status::ok:
+    case setup_status::run:
         break;
     case setup_status::help:
         return 0;
@@ -780,11 +756,16 @@ int run(int argc, char** argv) {
     //    round replays the same batches (same records, options and seeds), so rounds differ only
     //    in what the machine was doing meanwhile, and the median round discards a disturbed one.
     std::vector<policy_report> reports;
+    bcl_cli::progress bar(rank == 0 ? cfg.progress : "off");
     for (std::size_t round = 0; round < cfg.rounds; ++round)
         for (std::size_t i = 0; i < cfg.policies.size(); ++i) {
             const std::string& name = cfg.policies[i];
+            bar.begin(fmt::format("{}: round {}/{}, policy {} ({}/{}), {} steps", program,
+                                  round + 1, cfg.rounds, name, i + 1, cfg.policies.size(),
+                                  cfg.steps));
             policy_report rep = run_policy(setup, name, clock);
             if (rep.batches_min != rep.batches_max) {
+                bar.clear();
                 if (rank == 0)
                     fmt::print(stderr,
                                "{}: error: policy {} gave between {} and {} batches across the "
@@ -800,6 +781,7 @@ int run(int argc, char** argv) {
                 reports[i].contract_ok = reports[i].contract_ok && rep.contract_ok;
             }
         }
+    bar.clear();
     if (rank == 0) {
         for (policy_report& p : reports) {
             p.wall_s = median(p.round_walls);

@@ -8,16 +8,22 @@
 // Exit codes: 0 success, 2 bad input (flags, distribution, cost model, workload file) or a
 // bcl::error from a balancer (a record or a round that does not fit --memory-budget), 1 other.
 
+#include "cli.hpp"
 #include "json_output.hpp"
 #include "simulator.hpp"
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <exception>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <fmt/format.h>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -25,6 +31,8 @@ namespace {
 using bcl_sim::policy_result;
 using bcl_sim::sim_config;
 using bcl_sim::sim_result;
+
+constexpr std::string_view program = "bcl-sim";
 
 struct cli_options {
     sim_config cfg;
@@ -34,6 +42,7 @@ struct cli_options {
     std::string trace;
     std::string cap_text = "none";
     std::string cap_action_text = "clip";
+    std::string progress = "auto";
 };
 
 constexpr const char* metric_fields[] = {"efficiency",        "cv",
@@ -64,7 +73,8 @@ nlohmann::ordered_json cap_json(const cli_options& opt, const sim_result& res) {
 
 nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res) {
     const sim_config& cfg = opt.cfg;
-    nlohmann::ordered_json dist = bcl_sim::dist_json(cfg.dist_text, cfg.dist, res.dataset_records.value_or(0));
+    nlohmann::ordered_json dist =
+        bcl_sim::dist_json(cfg.dist_text, cfg.dist, res.dataset_records.value_or(0));
     dist["p99_length"] = res.p99_length;
     dist["mean_length"] = res.mean_length;
 
@@ -222,6 +232,42 @@ void write_trace(const std::string& path, const sim_result& res) {
         throw bcl_sim::input_error(fmt::format("--trace {}: write failed", path));
 }
 
+/// Runs the requested policies one simulate() call at a time, so that the progress line can say
+/// which policy runs and how far it got. The result is what a single call with all of them gives:
+/// every policy reads a fresh stream, and none, the reference every call runs, is the same each
+/// time.
+sim_result simulate_each(const sim_config& cfg, bcl_cli::progress& bar) {
+    bcl_sim::validate(cfg);         // every flag, before the first policy runs
+    std::vector<std::string> names; // in the order asked for, each once
+    if (cfg.policies.empty())
+        for (const auto& e : bcl_sim::policy_table())
+            names.emplace_back(e.name);
+    for (const std::string& name : cfg.policies)
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            names.push_back(name);
+
+    const bcl_sim::emit_observer observer =
+        bar.enabled() ? bcl_sim::emit_observer([&bar](std::size_t step, std::size_t,
+                                                      std::uint64_t) { bar.step(step + 1); })
+                      : bcl_sim::emit_observer{};
+    sim_result out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        sim_config one = cfg;
+        one.policies = {names[i]};
+        bar.begin(fmt::format("bcl-sim: policy {} ({}/{})", names[i], i + 1, names.size()),
+                  cfg.steps);
+        sim_result res = bcl_sim::simulate(one, {}, observer);
+        if (i == 0) {
+            out = std::move(res);
+            continue;
+        }
+        std::move(res.policies.begin(), res.policies.end(), std::back_inserter(out.policies));
+        std::move(res.skipped.begin(), res.skipped.end(), std::back_inserter(out.skipped));
+    }
+    bar.clear();
+    return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -229,41 +275,33 @@ int main(int argc, char** argv) {
     sim_config& cfg = opt.cfg;
     CLI::App app{"bcl-sim: simulate R synchronous data-parallel ranks and compare batching "
                  "policies (efficiency = mean rank step cost / mean slowest-rank step cost)"};
-    app.add_option("--dist", cfg.dist_text,
-                   "record lengths: lognormal:mu=6,sigma=1 | pareto:xm=100,alpha=1.5 | "
-                   "bimodal:short=512,long=4096,p=0.25,sigma=0.3 | uniform:lo=1,hi=4096 | "
-                   "file:PATH (one length per line)")
-        ->capture_default_str();
-    app.add_option("--cost", opt.cost_text,
-                   "cost of a record of length L: affine:a=..,b=..,c=.. is a + b*L + c*L^2 "
-                   "(default L + L^2/24576, a 7B-model FLOPs proxy)")
-        ->capture_default_str();
-    app.add_option("--ranks", cfg.ranks, "R, data-parallel ranks")->capture_default_str();
-    app.add_option("--batch", cfg.batch, "B, records per rank per step")->capture_default_str();
-    app.add_option("--lookahead", cfg.lookahead, "K, batches per bcl window")
-        ->capture_default_str();
-    app.add_option("--steps", cfg.steps, "steps to simulate")->capture_default_str();
-    app.add_option("--seed", cfg.seed, "seed of every random choice")->capture_default_str();
+    // A flag given twice takes its last value, so a script can put defaults before the user's
+    // flags.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    bcl_cli::add_workload_flags(app, cfg.dist_text, opt.cost_text);
+    bcl_cli::add_count(app, "--ranks", cfg.ranks, "R, data-parallel ranks", std::size_t{1} << 20);
+    bcl_cli::add_batch_flags(app, cfg.batch, cfg.lookahead);
+    bcl_cli::add_count(app, "--steps", cfg.steps, "steps to simulate", bcl_cli::max_steps);
+    bcl_cli::add_seed_flag(app, cfg.seed);
     app.add_option("--policy", opt.policy_text,
                    "comma list of policies (default: all): " + bcl_sim::policy_names());
-    app.add_option("--format", opt.format, "output format")
-        ->check(CLI::IsMember({"table", "json", "csv"}))
-        ->capture_default_str();
+    bcl_cli::add_format_flag(app, opt.format, {"table", "json", "csv"});
     app.add_option("--bin-tokens", cfg.bin_tokens,
                    "mffd bin capacity in tokens (default 0: B times the p99 length)")
         ->capture_default_str();
-    app.add_option("--oracle-max-ranks", cfg.oracle_max_ranks,
-                   "skip the oracle above this many ranks (it partitions R*K*B records at once)")
-        ->capture_default_str();
+    bcl_cli::add_count(
+        app, "--oracle-max-ranks", cfg.oracle_max_ranks,
+        "skip the oracle above this many ranks (it partitions R*K*B records at once)",
+        std::numeric_limits<std::size_t>::max());
     app.add_option("--cap", opt.cap_text,
                    "outlier cap for every policy: none | p<percent> (p99, p99.5: the streaming "
                    "quantile of each rank's costs) | a length in tokens (e.g. 32768)")
         ->capture_default_str();
-    app.add_option("--cap-action", opt.cap_action_text,
-                   "clip: bcl balances on the capped estimate, records untouched (baselines "
-                   "unaffected); truncate: records above the cap are cut to it, for every policy")
-        ->check(CLI::IsMember({"clip", "truncate"}))
-        ->capture_default_str();
+    bcl_cli::add_choice(app, "--cap-action", opt.cap_action_text,
+                        "clip: bcl balances on the capped estimate, records untouched (baselines "
+                        "unaffected); truncate: records above the cap are cut to it, for every "
+                        "policy",
+                        {"clip", "truncate"});
     app.add_option("--memory-budget", cfg.memory_budget,
                    "per-batch budget on the sum of lengths (tokens) that the bcl policies must "
                    "meet; 0 for none. Every policy reports over_budget_batches against it")
@@ -271,36 +309,25 @@ int main(int argc, char** argv) {
     app.add_option("--trace", opt.trace,
                    "write per-step max-over-ranks costs per policy to this CSV (for "
                    "scripts/plot_sim.py)");
+    bcl_cli::add_progress_flag(app, opt.progress);
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-            return app.exit(e);
-        fmt::print(stderr, "bcl-sim: error: {}\nRun 'bcl-sim --help' for the flags.\n", e.what());
-        return 2;
+    const bcl_cli::parsed command = bcl_cli::parse(app, argc, argv, program);
+    if (command.what == bcl_cli::request::help) {
+        fmt::print("{}", command.message);
+        return 0;
     }
+    if (command.what == bcl_cli::request::bad_input)
+        return bcl_cli::report(program, {bcl_cli::exit_bad_input, command.message});
 
-    try {
+    bcl_cli::progress bar(opt.progress);
+    const auto failed = bcl_cli::catch_failure([&] {
         cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
         cfg.cost = bcl_sim::parse_cost(opt.cost_text);
         cfg.cap = bcl_sim::parse_cap(opt.cap_text);
         cfg.cap_action = bcl_sim::parse_cap_action(opt.cap_action_text);
-        if (!opt.policy_text.empty()) {
-            std::string_view rest = opt.policy_text;
-            while (true) {
-                const std::size_t comma = rest.find(',');
-                const std::string_view name = bcl_sim::detail::trim(rest.substr(0, comma));
-                if (name.empty())
-                    throw bcl_sim::input_error(
-                        fmt::format("--policy {}: empty policy name", opt.policy_text));
-                cfg.policies.emplace_back(name);
-                if (comma == std::string_view::npos)
-                    break;
-                rest.remove_prefix(comma + 1);
-            }
-        }
-        const sim_result res = bcl_sim::simulate(cfg);
+        if (!opt.policy_text.empty())
+            cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
+        const sim_result res = simulate_each(cfg, bar);
         if (!opt.trace.empty())
             write_trace(opt.trace, res);
         if (opt.format == "json")
@@ -309,15 +336,10 @@ int main(int argc, char** argv) {
             print_csv(res);
         else
             print_table(opt, res);
-    } catch (const bcl_sim::input_error& e) {
-        fmt::print(stderr, "bcl-sim: error: {}\n", e.what());
-        return 2;
-    } catch (const bcl::error& e) {
-        fmt::print(stderr, "bcl-sim: error: {}\n", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "bcl-sim: internal error: {}\n", e.what());
-        return 1;
+    });
+    if (failed) {
+        bar.clear();
+        return bcl_cli::report(program, *failed);
     }
     return 0;
 }

@@ -343,9 +343,13 @@ inline void require(bool ok, std::string_view what, std::string_view rule) {
     return std::visit(visitor{w0, w1, w2}, d);
 }
 
-/// Reads a workload file: one non-negative number per line (blank lines are skipped). Throws
-/// input_error naming the file, the line and the value for a missing file, a line that is not a
-/// number, a negative length, or a file without any length.
+/// The largest length a workload file may hold: 2^31 tokens.
+inline constexpr double max_token_count = 2147483648.0;
+
+/// Reads a workload file: one token count per line (blank lines are skipped), a whole number from
+/// 0 to max_token_count. Throws input_error naming the file, the line and the value for a missing
+/// file, a line that is not a number, a negative, fractional or too large length, or a file
+/// without any length: a fraction or a runaway exponent in a file is reported, not simulated.
 [[nodiscard]] inline std::vector<double> load_lengths(const std::string& path) {
     std::ifstream in(path);
     if (!in)
@@ -366,6 +370,13 @@ inline void require(bool ok, std::string_view what, std::string_view rule) {
         if (*value < 0)
             throw input_error(fmt::format("{}:{}: negative length {} (lengths must be >= 0)", path,
                                           number, text));
+        if (*value != std::floor(*value) || *value > max_token_count)
+            throw input_error(fmt::format("{}:{}: length {} is {}; a length is a token count, a "
+                                          "whole number from 0 to 2^31 = {:.0f}",
+                                          path, number, text,
+                                          *value > max_token_count ? "above 2^31"
+                                                                   : "not a whole number",
+                                          max_token_count));
         lengths.push_back(*value + 0.0); // + 0.0 turns -0 into 0
     }
     if (in.bad())

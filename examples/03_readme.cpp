@@ -8,16 +8,20 @@
 #include <cstddef>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 struct sample {
     std::vector<int> tokens;
 };
 
-// One token count per line: a whole number up to 2^24 (a sample holds its tokens).
+// One token count per line: a whole number up to 2^24 (a sample holds its tokens). The records
+// come out shuffled, as a loader's sampler hands out an epoch: a seeded Fisher-Yates over
+// std::mt19937_64, whose output the standard fixes, so the order is the same everywhere.
 std::vector<sample> load_samples(const std::string& path) {
     std::ifstream in(path);
     if (!in)
@@ -35,6 +39,9 @@ std::vector<sample> load_samples(const std::string& path) {
     }
     if (samples.empty())
         throw std::runtime_error(path + ": no lengths in the file");
+    std::mt19937_64 random(2024);
+    for (std::size_t i = samples.size() - 1; i > 0; --i)
+        std::swap(samples[i], samples[random() % (i + 1)]);
     return samples;
 }
 void train_step(std::span<sample> batch) {
@@ -47,7 +54,7 @@ int main(int argc, char** argv) try {
         return 2;
     }
     // clang-format off
-    std::vector<sample> samples = load_samples(argv[1]);     // any input range of records
+    std::vector<sample> samples = load_samples(argv[1]);     // an epoch of records, shuffled
     auto cost = bcl::affine_quadratic(0.0, 1.0, 1.0 / 24576, // a + b*L + c*L^2 ...
         [](const sample& s) { return s.tokens.size(); });  // ... of the token count L
     bcl::options opt{.batch_size = 16, .lookahead = 8};     // sliding policy: the default

@@ -11,6 +11,7 @@
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -238,4 +240,108 @@ TEST_CASE("A balancer whose first windows need no refinement allocates nothing w
         CHECK(allocations == 0);
         CHECK(out.size() + bal.buffered() == n); // sliding still holds its buffer: no finish()
     }
+}
+
+namespace {
+
+/// A record whose memory (its tokens) has nothing to do with its cost, so a cost-balanced split
+/// leaves the batches' memory as uneven as chance makes it.
+struct sequence {
+    std::uint64_t id = 0;
+    double tokens = 0.0;
+    double cost = 0.0;
+};
+
+struct sequence_cost {
+    double operator()(const sequence& s) const noexcept { return s.cost; }
+};
+
+struct token_memory {
+    double operator()(const sequence& s) const noexcept { return s.tokens; }
+};
+
+/// Pushes records from..to of `tokens` and `costs` through a balancer popping after every push, and
+/// appends each batch's memory to `memories` (reserved by the caller, so this allocates nothing).
+template <class Balancer>
+void push_tokens(Balancer& bal, const std::vector<double>& tokens, const cost_list& costs,
+                 std::size_t from, std::size_t to, std::vector<double>& memories) {
+    for (std::size_t i = from; i < to; ++i) {
+        bal.push(sequence{i, tokens[i], costs[i]});
+        while (auto batch = bal.pop()) {
+            double m = 0.0;
+            for (const sequence& s : *batch)
+                m += s.tokens;
+            memories.push_back(m);
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("After the first round, a balancer under a memory budget allocates nothing, though it "
+          "repairs rounds whose cost-balanced split is over the budget",
+          "[allocation]") {
+    // Either the first round needs a repair too, or (a calm start: records of equal memory)
+    // the first repair comes later: its scratch space must be ready all the same.
+    for (const bool calm_start : {false, true})
+        for (const bcl::lookahead_policy policy : policies) {
+            INFO(name_of(policy) << (calm_start ? ", calm start" : ""));
+            const std::size_t n = 30 * window;
+            const bcl::options plain{.batch_size = b, .lookahead = k, .policy = policy};
+            std::vector<double> tokens(n);
+            const cost_list draws = uniform_costs(n, 8);
+            for (std::size_t i = 0; i < n; ++i)
+                tokens[i] =
+                    calm_start && i < warm_up(plain) ? 50.0 : std::floor(draws[i] / 10.0) + 1.0;
+            const cost_list costs = lognormal_costs(n, 9);
+            // A batch holds 16 * 50.5 = 808 tokens on average (1 to 100 each); 950 is above what
+            // any round needs on average, while a split balanced on cost alone leaves some
+            // batches over it.
+            const double budget = 950.0;
+            bcl::options opt = plain;
+            opt.memory_budget = budget;
+            const auto estimator = bcl::with_memory(sequence_cost{}, token_memory{});
+            using estimator_type = std::remove_const_t<decltype(estimator)>;
+
+            // The same records without the budget: the partitions the budgeted balancer starts
+            // from. Some of their batches after the warm-up are over the budget (and, for a calm
+            // start, none before).
+            bcl::balancer<sequence, estimator_type> unbudgeted{estimator, plain};
+            std::vector<double> warm;
+            std::vector<double> after;
+            warm.reserve(n / b);
+            after.reserve(n / b);
+            push_tokens(unbudgeted, tokens, costs, 0, warm_up(opt), warm);
+            push_tokens(unbudgeted, tokens, costs, warm_up(opt), n, after);
+            const auto count_over = [&](const std::vector<double>& memories) {
+                std::size_t over = 0;
+                for (const double m : memories)
+                    over += m > budget ? 1 : 0;
+                return over;
+            };
+            INFO("unbudgeted: " << count_over(warm) << " of the " << warm.size()
+                                << " first batches over the budget, " << count_over(after)
+                                << " of the " << after.size() << " after them");
+            REQUIRE(count_over(after) > 0);
+            if (calm_start)
+                REQUIRE(count_over(warm) == 0);
+            else
+                REQUIRE(count_over(warm) > 0);
+
+            bcl::balancer<sequence, estimator_type> bal{estimator, opt};
+            std::vector<double> steady;
+            steady.reserve(n / b);
+            warm.clear();
+            push_tokens(bal, tokens, costs, 0, warm_up(opt), warm);
+            std::size_t allocations = 0;
+            {
+                counting_scope scope;
+                push_tokens(bal, tokens, costs, warm_up(opt), n, steady);
+                allocations = scope.allocations();
+            }
+            CHECK(allocations == 0);
+            CHECK(steady.size() == after.size());
+            CHECK(count_over(warm) + count_over(steady) == 0);
+            CHECK(bal.stats().peak_batch_memory <= budget);
+        }
 }

@@ -3,10 +3,10 @@
 // no emitted batch exceeds the budget.
 
 #include <bcl/balancer.hpp>
-#include <bcl/lower_bound.hpp>
+#include <bcl/partition/lower_bound.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
-#include <bcl/quantile_sketch.hpp>
+#include <bcl/detail/quantile_sketch.hpp>
 #include <bcl/record_model.hpp>
 
 #include "support/contract_checks.hpp"
@@ -145,7 +145,7 @@ TEST_CASE("The quantile sketch is within 1% of the exact quantile", "[cap][sketc
     std::mt19937_64 gen(5);
     for (const distribution& dist : all_distributions()) {
         const cost_list values = dist.generate(20000, gen());
-        bcl::quantile_sketch sketch;
+        bcl::detail::quantile_sketch sketch;
         for (const double v : values) sketch.add(v);
         std::vector<double> sorted = values;
         std::sort(sorted.begin(), sorted.end());
@@ -157,12 +157,12 @@ TEST_CASE("The quantile sketch is within 1% of the exact quantile", "[cap][sketc
             REQUIRE(std::abs(sketch.quantile(q) - exact) <= 0.01 * exact + 1e-12);
         }
     }
-    REQUIRE(bcl::quantile_sketch{}.quantile(0.5) == 0.0);
+    REQUIRE(bcl::detail::quantile_sketch{}.quantile(0.5) == 0.0);
 }
 
 TEST_CASE("With a memory budget no emitted batch ever exceeds it, and the contract holds",
           "[budget][contract]") {
-    // The budget is 1.25x the largest lower bound (bcl::pack_lower_bound over the memory values)
+    // The budget is 1.25x the largest lower bound (bcl::detail::pack_lower_bound over the memory values)
     // of any tumbling window: no split can beat that bound, and 25% above it a split exists in
     // every case here. Under sliding the rounds are different sets of records, so a round may be
     // infeasible: then the balancer must say so with a bcl::error, never emit an oversized batch.
@@ -178,7 +178,7 @@ TEST_CASE("With a memory budget no emitted batch ever exceeds it, and the contra
                     const std::vector<double> window(lengths.begin() + static_cast<std::ptrdiff_t>(first),
                                                      lengths.begin() + static_cast<std::ptrdiff_t>(last));
                     const std::size_t packs = (window.size() + 7) / 8;
-                    largest_bound = std::max(largest_bound, bcl::pack_lower_bound(window, {packs, 8}));
+                    largest_bound = std::max(largest_bound, bcl::detail::pack_lower_bound(window, {packs, 8}));
                 }
                 bcl::options opt{.batch_size = 8, .lookahead = 4, .seed = seed};
                 if (sliding) opt.policy = bcl::lookahead_policy::sliding;

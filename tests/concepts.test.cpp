@@ -5,8 +5,8 @@
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
 #include <bcl/cost_estimator.hpp>
-#include <bcl/lpt_swap_partitioner.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
 #include <catch2/catch.hpp>
 #include <concepts>
 #include <cstdint>

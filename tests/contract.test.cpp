@@ -1,4 +1,4 @@
-// The six points of the contract (DESIGN.md), each a property checked on every cost distribution,
+// The six points of the contract (README), each a property checked on every cost distribution,
 // sizes around B and K*B plus random ones, several (B, K) including B = 1 and K = 1, and a seed per
 // case; through the push/pop core and through the bcl::balance adaptor. A third way of driving
 // the core (pop only when can_push() is false, so that push() partitions) is shown to give the

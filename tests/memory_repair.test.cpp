@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <bcl/detail/memory_repair.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/lpt_swap_partitioner.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -297,7 +297,7 @@ TEST_CASE("Large rounds of token lengths fit a budget 5% above the mean batch me
           "[memory-repair]") {
     // B = 64, K = 512: 32768 lognormal token lengths, memory = length. The budget is 1.05x the
     // mean pack memory, so a split fits (the memory-first split is within a fraction of a
-    // percent of the mean). Kept: the heaviest pack cost within 1% of bcl::pack_lower_bound,
+    // percent of the mean). Kept: the heaviest pack cost within 1% of bcl::detail::pack_lower_bound,
     // which no split of the costs can beat.
     const std::size_t packs = 512;
     const std::size_t pack_size = 64;
@@ -317,7 +317,7 @@ TEST_CASE("Large rounds of token lengths fit a budget 5% above the mean batch me
         std::vector<double> pack_cost(packs, 0.0);
         for (std::size_t i = 0; i < n; ++i)
             pack_cost[pack_of[i]] += costs[i];
-        const double bound = bcl::pack_lower_bound(costs, {packs, pack_size});
+        const double bound = bcl::detail::pack_lower_bound(costs, {packs, pack_size});
         REQUIRE(largest(pack_cost) <= 1.01 * bound);
     }
 }

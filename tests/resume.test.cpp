@@ -323,7 +323,7 @@ TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl:
          [](bcl::detail::balancer_snapshot& s) { s.arrival_cost_total = HUGE_VAL; }},
         {"a NaN in the statistics",
          [](bcl::detail::balancer_snapshot& s) {
-             s.stats.batch_cost = bcl::running_stats::from_raw({s.stats.batch_cost.count(), NAN, 0, 0, 0});
+             s.stats.batch_cost = bcl::detail::stats_access::make({s.stats.batch_cost.count(), NAN, 0, 0, 0});
          }},
     };
     for (const corruption& c : corruptions) {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <bcl/balancer.hpp>
-#include <bcl/lower_bound.hpp>
+#include <bcl/partition/lower_bound.hpp>
 #include <bcl/statistics.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -244,7 +244,7 @@ TEST_CASE("gap_to_lower_bound is recorded for every full window as heaviest / lo
             const cost_list in_window(costs.begin() + static_cast<std::ptrdiff_t>(w * window),
                                       costs.begin() +
                                           static_cast<std::ptrdiff_t>((w + 1) * window));
-            const double bound = bcl::pack_lower_bound(in_window, {sc.k, sc.b});
+            const double bound = bcl::detail::pack_lower_bound(in_window, {sc.k, sc.b});
             const double heaviest = *std::max_element(
                 o.batch_costs.begin() + static_cast<std::ptrdiff_t>(w * sc.k),
                 o.batch_costs.begin() + static_cast<std::ptrdiff_t>((w + 1) * sc.k));

@@ -5,9 +5,9 @@
 
 #include <bcl/balancer.hpp>
 #include <bcl/cost_estimator.hpp>
-#include <bcl/lpt_swap_partitioner.hpp>
+#include <bcl/partition/lpt_swap.hpp>
 #include <bcl/options.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <cstddef>
 #include <iterator>

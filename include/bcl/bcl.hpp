@@ -1,5 +1,7 @@
 #pragma once
-// Umbrella header: everything in the public surface of bcl.
+// Umbrella header: the public surface of bcl. The range adaptor and the push/pull core, their
+// options and statistics, the cost estimators and what may be attached to them, the partitioner
+// concept and the default partitioner.
 
 #include <bcl/detail/config.hpp>
 
@@ -8,16 +10,9 @@
 #include <bcl/cost_estimator.hpp>
 #include <bcl/error.hpp>
 #include <bcl/estimators.hpp>
-#include <bcl/exact_partitioner.hpp>
-#include <bcl/karmarkar_karp_partitioner.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/lpt_partitioner.hpp>
-#include <bcl/lpt_swap_partitioner.hpp>
 #include <bcl/options.hpp>
-#include <bcl/partitioner.hpp>
-#include <bcl/quantile_sketch.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
 #include <bcl/record_model.hpp>
-#include <bcl/snake_partitioner.hpp>
 #include <bcl/statistics.hpp>
-#include <bcl/swap_refinement.hpp>
 #include <bcl/version.hpp>

@@ -1,14 +1,20 @@
 #pragma once
-// The user-facing settings of a balancer, and their validation.
+// The user-facing settings of a balancer: the aggregate, the one list of its fields (which
+// saving, restoring and comparing states read), the lookahead policies it can name, and
+// validation.
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/round_settings.hpp>
+#include <bcl/detail/sliding_rounds.hpp>
+#include <bcl/detail/tumbling_rounds.hpp>
 #include <bcl/error.hpp>
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <variant>
 
 namespace bcl {
 
@@ -41,7 +47,7 @@ enum class cap_action {
 enum class cap_kind {
     none,     ///< no cap (the default)
     fixed,    ///< cap_options::value
-    quantile, ///< the cap_options::quantile of the costs seen so far, by a bcl::quantile_sketch
+    quantile, ///< the cap_options::quantile of the costs seen so far, by a streaming quantile sketch
 };
 
 /// The outlier cap, applied to each record's estimate before balancing.
@@ -50,7 +56,7 @@ struct cap_options {
     /// kind == fixed: the cap, in cost units. Must be > 0.
     double value = 0.0;
     /// kind == quantile: which quantile of the stream's estimated costs (uncapped), estimated by
-    /// a bcl::quantile_sketch to within 1% and re-read every 64 records. Default 0.99: about one
+    /// a streaming sketch to within 1% and re-read every 64 records. Default 0.99: about one
     /// record in a hundred is capped, few enough to leave the workload intact, while it removes
     /// the tail that no repartitioning can balance.
     double quantile = 0.99;
@@ -80,9 +86,9 @@ struct options {
     /// first. Default true. The short final batch, if any, is always emitted last.
     bool shuffle_packs = true;
     /// Which lookahead policy; see lookahead_policy. Default sliding: it measured better than
-    /// tumbling on every bundled workload (docs/policies.md: on ShareGPT 0.98 step efficiency
-    /// against 0.91), for one more window of records held and a longer delay bound. Choose
-    /// tumbling, the paper's policy, when memory or record order is tight.
+    /// tumbling on every bundled workload (docs/policies.md), for one more window of records held
+    /// and a longer delay bound. Choose tumbling, the paper's policy, when memory or record order
+    /// is tight.
     lookahead_policy policy = lookahead_policy::sliding;
     /// Sliding only: the buffer holds buffer_windows * K * B records. Default 2: twice the window
     /// gives each round a choice of K*B records out of 2*K*B, enough to hit the long-run mean almost
@@ -116,6 +122,56 @@ inline constexpr std::size_t max_window_records = std::size_t{1} << 26;
 /// beyond any use of max_age (more slack than a few rounds measured no better).
 inline constexpr std::size_t max_delay_limit = std::size_t{1} << 20;
 
+namespace detail {
+
+/// The rounds of each lookahead policy, in the order of lookahead_policy's values. A policy is
+/// its value there and its component here (a type with capacity(), max_delay(), validate(),
+/// reserve(), may_hold() and choose(), like tumbling_rounds).
+using round_policy = std::variant<tumbling_rounds, sliding_rounds>;
+
+[[nodiscard]] inline round_policy make_round_policy(const options& opt) {
+    const round_settings s{opt.batch_size, opt.lookahead, opt.buffer_windows, opt.max_age};
+    switch (opt.policy) {
+    case lookahead_policy::tumbling:
+        return tumbling_rounds{s};
+    case lookahead_policy::sliding:
+        return sliding_rounds{s};
+    }
+    throw error("bcl::options::policy has no such lookahead policy (" +
+                std::to_string(static_cast<int>(opt.policy)) + ")");
+}
+
+// When an option matters to what a balancer does: always, or only under some other setting.
+inline bool always(const options&) noexcept { return true; }
+inline bool sliding_only(const options& o) noexcept { return o.policy == lookahead_policy::sliding; }
+inline bool capped_only(const options& o) noexcept { return o.cap.kind != cap_kind::none; }
+inline bool fixed_cap_only(const options& o) noexcept { return o.cap.kind == cap_kind::fixed; }
+inline bool quantile_cap_only(const options& o) noexcept { return o.cap.kind == cap_kind::quantile; }
+
+/// Every field of bcl::options, once, as the user spells it: `visit(name, field, matters)` is
+/// called with each name, a callable that gives that field of an options object, and a predicate
+/// saying whether the field matters under the given options. Saving a state writes the fields in
+/// this order, restoring reads them back, and a restore compares those that matter one by one: a
+/// new option is one more line here (and its component).
+template <class Visit>
+constexpr void visit_option_fields(Visit&& visit) {
+    visit("batch_size", [](auto& o) -> auto& { return o.batch_size; }, always);
+    visit("lookahead", [](auto& o) -> auto& { return o.lookahead; }, always);
+    visit("drop_last", [](auto& o) -> auto& { return o.drop_last; }, always);
+    visit("seed", [](auto& o) -> auto& { return o.seed; }, always);
+    visit("shuffle_packs", [](auto& o) -> auto& { return o.shuffle_packs; }, always);
+    visit("policy", [](auto& o) -> auto& { return o.policy; }, always);
+    visit("buffer_windows", [](auto& o) -> auto& { return o.buffer_windows; }, sliding_only);
+    visit("max_age", [](auto& o) -> auto& { return o.max_age; }, sliding_only);
+    visit("cap.kind", [](auto& o) -> auto& { return o.cap.kind; }, always);
+    visit("cap.value", [](auto& o) -> auto& { return o.cap.value; }, fixed_cap_only);
+    visit("cap.quantile", [](auto& o) -> auto& { return o.cap.quantile; }, quantile_cap_only);
+    visit("cap.warmup", [](auto& o) -> auto& { return o.cap.warmup; }, quantile_cap_only);
+    visit("cap.action", [](auto& o) -> auto& { return o.cap.action; }, capped_only);
+    visit("memory_budget", [](auto& o) -> auto& { return o.memory_budget; }, always);
+    visit("largest_first", [](auto& o) -> auto& { return o.largest_first; }, always);
+}
+
 inline void check_cap_and_budget(const options& opt) {
     const cap_options& cap = opt.cap;
     if (cap.kind != cap_kind::none && cap.kind != cap_kind::fixed && cap.kind != cap_kind::quantile)
@@ -135,6 +191,8 @@ inline void check_cap_and_budget(const options& opt) {
                     std::to_string(opt.memory_budget) + ")");
 }
 
+} // namespace detail
+
 /// Records a quantile cap waits for before it applies (cap_options::warmup, resolved).
 [[nodiscard]] inline std::size_t cap_warmup(const cap_options& cap) noexcept {
     if (cap.warmup != 0) return cap.warmup;
@@ -151,39 +209,23 @@ inline void validate(const options& opt) {
         throw error("bcl::options: batch_size * lookahead = " + std::to_string(opt.batch_size) +
                     " * " + std::to_string(opt.lookahead) + " exceeds the largest window of " +
                     std::to_string(max_window_records) + " records");
-    if (opt.policy != lookahead_policy::tumbling && opt.policy != lookahead_policy::sliding)
-        throw error("bcl::options::policy has no such lookahead policy (" +
-                    std::to_string(static_cast<int>(opt.policy)) + ")");
-    check_cap_and_budget(opt);
-    if (opt.policy != lookahead_policy::sliding) return;
-    if (opt.buffer_windows == 0)
-        throw error("bcl::options::buffer_windows must be at least 1 (got 0)");
-    if (opt.buffer_windows > max_window_records / (opt.batch_size * opt.lookahead))
-        throw error("bcl::options: buffer_windows * batch_size * lookahead = " +
-                    std::to_string(opt.buffer_windows) + " * " + std::to_string(opt.batch_size) +
-                    " * " + std::to_string(opt.lookahead) + " exceeds the largest buffer of " +
-                    std::to_string(max_window_records) + " records");
-    if (opt.max_age + 1 < opt.buffer_windows)
-        throw error("bcl::options::max_age must be at least buffer_windows - 1 = " +
-                    std::to_string(opt.buffer_windows - 1) + " (got " +
-                    std::to_string(opt.max_age) + "): a full buffer needs that many rounds to empty");
-    if (opt.max_age >= max_delay_limit / opt.lookahead)
-        throw error("bcl::options::max_age is too large (" + std::to_string(opt.max_age) +
-                    "): (max_age + 1) * lookahead must be at most " +
-                    std::to_string(max_delay_limit) + " batches");
+    const detail::round_policy policy = detail::make_round_policy(opt);
+    detail::check_cap_and_budget(opt);
+    std::visit([](const auto& rounds) { rounds.validate(max_window_records, max_delay_limit); },
+               policy);
 }
 
 /// Records a balancer with these (valid) options holds before it must emit a round.
-[[nodiscard]] constexpr std::size_t buffer_capacity(const options& opt) noexcept {
-    const std::size_t window = opt.batch_size * opt.lookahead;
-    return opt.policy == lookahead_policy::sliding ? window * opt.buffer_windows : window;
+[[nodiscard]] inline std::size_t buffer_capacity(const options& opt) {
+    return std::visit([](const auto& rounds) { return rounds.capacity(); },
+                      detail::make_round_policy(opt));
 }
 
 /// Largest number of batches a record can wait beyond the batch it would have been in without
 /// balancing (arrival position / B), for these (valid) options.
-[[nodiscard]] constexpr std::size_t max_delay_bound(const options& opt) noexcept {
-    const std::size_t rounds = opt.policy == lookahead_policy::sliding ? opt.max_age + 1 : 1;
-    return rounds * opt.lookahead - 1;
+[[nodiscard]] inline std::size_t max_delay_bound(const options& opt) {
+    return std::visit([](const auto& rounds) { return rounds.max_delay(); },
+                      detail::make_round_policy(opt));
 }
 
 } // namespace bcl

@@ -11,6 +11,10 @@
 
 namespace bcl {
 
+namespace detail {
+struct stats_access;
+} // namespace detail
+
 /// Running count, mean, variance, minimum and maximum of a stream of values (Welford's update:
 /// numerically stable, O(1) per value, no storage).
 class running_stats {
@@ -53,26 +57,8 @@ public:
     /// Coefficient of variation, stddev / mean; 0 when the mean is 0.
     [[nodiscard]] double cv() const noexcept { return m_mean > 0.0 ? stddev() / m_mean : 0.0; }
 
-    /// The complete internal state, so a balancer can save and restore its statistics exactly.
-    struct raw_state {
-        std::uint64_t count = 0;
-        double mean = 0.0;
-        double m2 = 0.0;
-        double min = 0.0;
-        double max = 0.0;
-    };
-    [[nodiscard]] raw_state raw() const noexcept { return {m_count, m_mean, m_m2, m_min, m_max}; }
-    [[nodiscard]] static running_stats from_raw(const raw_state& r) noexcept {
-        running_stats s;
-        s.m_count = r.count;
-        s.m_mean = r.mean;
-        s.m_m2 = r.m2;
-        s.m_min = r.min;
-        s.m_max = r.max;
-        return s;
-    }
-
 private:
+    friend struct detail::stats_access; // saved and restored exactly, with a balancer's state
     std::uint64_t m_count = 0;
     double m_mean = 0.0;
     double m_m2 = 0.0;

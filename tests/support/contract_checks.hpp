@@ -1,6 +1,6 @@
 #pragma once
 // Drivers that push a cost list through bcl and record the batches as lists of record ids, and
-// checkers for the contract points (DESIGN.md) that derive every expectation from (N, B, K,
+// checkers for the contract points (README) that derive every expectation from (N, B, K,
 // drop_last) alone. A checker returns an empty string when the property holds and a sentence
 // naming the first violation otherwise, so a failing CHECK says what went wrong.
 
@@ -58,7 +58,7 @@ inline std::vector<std::uint64_t> ids_of(std::span<rec> batch) {
 
 /// How a test drives bcl.
 enum class driver {
-    eager, ///< bcl::balancer, pop() until empty after every push (the loop of DESIGN.md)
+    eager, ///< bcl::balancer, pop() until empty after every push (the loop every trainer runs)
     lazy,  ///< bcl::balancer, pop() only while can_push() is false, so push() partitions
     range, ///< bcl::balance over the moved record vector
 };

@@ -3,7 +3,7 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/partition/detail/ranked_costs.hpp>
 
 #include <algorithm>
 #include <cmath>

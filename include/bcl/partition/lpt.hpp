@@ -3,16 +3,16 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/capped_lpt.hpp>
-#include <bcl/detail/ranked_window.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/detail/capped_lpt.hpp>
+#include <bcl/partition/detail/ranked_window.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
-namespace bcl {
+namespace bcl::detail {
 
 /// Capped LPT (longest processing time first, with a slot cap per pack).
 ///
@@ -21,9 +21,8 @@ namespace bcl {
 /// `shape.capacity(p, n)` items.
 ///
 /// Guarantee: the contract (exact pack sizes, determinism); no bound on the gap is promised: the
-/// cap forces the last items into whichever packs still have room. Measured (docs/partitioners.md)
-/// it ends 1e-4 to a few percent above the lower bound, about 2e-3 on lognormal token windows at
-/// K=8, B=64; `lpt_swap_partitioner` refines that to about 1e-5.
+/// cap forces the last items into whichever packs still have room (docs/partitioners.md has its
+/// measured gaps, which `lpt_swap_partitioner` refines).
 ///
 /// O(n) radix sort, then O(n K) for K <= 24, O(n (K/8 + 8)) up to 256, O(n log K) above. The
 /// summary's lower bound is pack_lower_bound_sorted's (computed from prefix sums: equal up to
@@ -34,7 +33,7 @@ class lpt_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        const auto lower_bound = m_window.start("bcl::lpt_partitioner", costs, shape, pack_of.size());
+        const auto lower_bound = m_window.start("bcl::detail::lpt_partitioner", costs, shape, pack_of.size());
         if (!lower_bound) return {};
         m_window.packs.reset(shape, costs.size());
         m_lpt.reserve(shape.packs);
@@ -47,4 +46,4 @@ private:
     detail::capped_lpt m_lpt;
 };
 
-} // namespace bcl
+} // namespace bcl::detail

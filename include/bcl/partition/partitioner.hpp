@@ -26,10 +26,13 @@ struct pack_shape {
 /// What a partitioner reports for one window: the cost of its heaviest pack, and the best lower
 /// bound it could prove on the heaviest pack of any valid partition (0 when it proved none).
 /// `(heaviest - lower_bound) / lower_bound` is the window's gap to optimal, an upper bound on how
-/// far from the best possible partition it is.
+/// far from the best possible partition it is. A partitioner that has each pack's total cost
+/// may hand it over in `pack_loads` (one per pack, valid until its next call), so the balancer
+/// does not sum the window again; left empty, the balancer sums it.
 struct partition_summary {
     double heaviest = 0.0;
     double lower_bound = 0.0;
+    std::span<const double> pack_loads{};
 };
 
 /// A type P satisfies `partitioner<P>` if:

@@ -3,7 +3,7 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>
 #include <array>
@@ -14,9 +14,8 @@
 #include <span>
 #include <vector>
 
-namespace bcl {
+namespace bcl::detail {
 
-namespace detail {
 
 /// The grouped term of pack_lower_bound_sorted for a full window (n == K*B, K >= 2):
 /// max over j <= min(K, 128) of min over m in [ceil(j/B), j] of (P_j + s_(mB-j)) / m.
@@ -53,8 +52,6 @@ namespace detail {
     for (std::size_t j = 1; j <= groups; ++j) bound = std::max(bound, best[j]);
     return bound;
 }
-
-} // namespace detail
 
 /// Lower bound on the heaviest pack over every partition of `desc` (costs sorted high to low) into
 /// `shape.packs` packs of exactly `shape.pack_size` items. With v sorted high to low (1-based), n
@@ -107,8 +104,6 @@ namespace detail {
     return std::max(bound, detail::grouped_pack_bound(desc, shape));
 }
 
-namespace detail {
-
 /// pack_lower_bound_sorted from prefix sums, for partitioners that keep them anyway:
 /// prefix[i] = desc[0] + ... + desc[i-1], n + 1 values. The same terms, each read off the prefix
 /// sums (s_r = prefix[n] - prefix[n - r]), so O(K + B + min(K, 128)^2) instead of O(n); the
@@ -139,8 +134,6 @@ namespace detail {
     return bound;
 }
 
-} // namespace detail
-
 /// As pack_lower_bound_sorted, for costs in any order. Copies and sorts: O(n log n), allocates.
 [[nodiscard]] inline double pack_lower_bound(std::span<const double> costs, pack_shape shape) {
     std::vector<double> desc(costs.begin(), costs.end());
@@ -148,4 +141,4 @@ namespace detail {
     return pack_lower_bound_sorted(desc, shape);
 }
 
-} // namespace bcl
+} // namespace bcl::detail

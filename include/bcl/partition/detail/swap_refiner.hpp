@@ -3,9 +3,9 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/pack_table.hpp>
-#include <bcl/detail/ranked_costs.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/detail/pack_table.hpp>
+#include <bcl/partition/detail/ranked_costs.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>
 #include <bit>

@@ -3,15 +3,15 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/ranked_window.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/detail/ranked_window.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
-namespace bcl {
+namespace bcl::detail {
 
 /// Serpentine dealing, the simplest sort-based balancer: sort the items high to low and deal
 /// them in rows of K, left to right on even rows and right to left on odd ones (pack 0 gets
@@ -30,7 +30,7 @@ class snake_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        const auto lower_bound = m_window.start("bcl::snake_partitioner", costs, shape, pack_of.size());
+        const auto lower_bound = m_window.start("bcl::detail::snake_partitioner", costs, shape, pack_of.size());
         if (!lower_bound) return {};
         const std::size_t n = costs.size();
         const std::size_t k = shape.packs;
@@ -52,4 +52,4 @@ private:
     detail::ranked_window m_window;
 };
 
-} // namespace bcl
+} // namespace bcl::detail

@@ -3,13 +3,13 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/pack_table.hpp>
-#include <bcl/detail/ranked_costs.hpp>
-#include <bcl/detail/swap_refiner.hpp>
+#include <bcl/partition/detail/pack_table.hpp>
+#include <bcl/partition/detail/ranked_costs.hpp>
+#include <bcl/partition/detail/swap_refiner.hpp>
 #include <bcl/error.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/lpt_swap_partitioner.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace bcl {
+namespace bcl::detail {
 
 /// Finds a partition whose heaviest pack is the smallest possible, for windows of at most
 /// `max_items` items. Meant for tests and for measuring the other partitioners; the search is
@@ -46,7 +46,7 @@ public:
 
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        constexpr const char* who = "bcl::exact_partitioner";
+        constexpr const char* who = "bcl::detail::exact_partitioner";
         const std::size_t n = costs.size();
         detail::check_partition_shape(who, n, shape, pack_of.size());
         if (n > max_items)
@@ -131,4 +131,4 @@ private:
     double m_target = 0.0;
 };
 
-} // namespace bcl
+} // namespace bcl::detail

@@ -3,8 +3,8 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/pack_table.hpp>
-#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/partition/detail/pack_table.hpp>
+#include <bcl/partition/detail/ranked_costs.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +21,7 @@ namespace bcl::detail {
 /// groups of 8 with each group's lightest kept, so an item costs a scan of the groups and a
 /// rescan of one group (O(n (K/8 + 8))); above that a winner tree over the packs replays only the
 /// path from the chosen pack to the root after each item (O(n log K)). The limits are where one
-/// overtook the other in timing (K = 16-32 and 256-512 on the benchmark machine). All make the
+/// overtook the other in timing (docs/benchmarks.md). All make the
 /// same choices. Scratch is kept between calls.
 class capped_lpt {
 public:

@@ -3,9 +3,9 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/ranked_costs.hpp>
+#include <bcl/partition/detail/ranked_costs.hpp>
 #include <bcl/error.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -40,6 +40,7 @@ public:
     [[nodiscard]] std::size_t packs() const noexcept { return m_packs; }
     [[nodiscard]] std::size_t stride() const noexcept { return m_stride; }
     [[nodiscard]] double load(std::size_t p) const noexcept { return m_load[p]; }
+    [[nodiscard]] std::span<const double> loads() const noexcept { return m_load; }
     [[nodiscard]] double& load(std::size_t p) noexcept { return m_load[p]; }
     [[nodiscard]] std::uint32_t count(std::size_t p) const noexcept { return m_count[p]; }
     [[nodiscard]] std::uint32_t capacity(std::size_t p) const noexcept { return m_capacity[p]; }

@@ -4,13 +4,13 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/cost_estimator.hpp>
+#include <bcl/detail/number_text.hpp>
 #include <bcl/error.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -145,10 +145,7 @@ private:
     static constexpr std::size_t insertion_sort_limit = 64;
 
     [[noreturn]] static void throw_bad_cost(std::string_view who, std::size_t i, double value) {
-        std::array<char, 32> text{};
-        const auto written = std::to_chars(text.data(), text.data() + text.size(), value);
-        throw error(std::string(who) + ": cost " + std::to_string(i) + " is " +
-                    std::string(text.data(), written.ptr) +
+        throw error(std::string(who) + ": cost " + std::to_string(i) + " is " + number_text(value) +
                     "; a cost must be >= 0 and at most bcl::max_estimate (1e120)");
     }
 

@@ -4,17 +4,17 @@
 // window small enough to enumerate, and against values worked out by hand.
 
 #include <bcl/error.hpp>
-#include <bcl/exact_partitioner.hpp>
-#include <bcl/karmarkar_karp_partitioner.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/lpt_partitioner.hpp>
-#include <bcl/lpt_swap_partitioner.hpp>
-#include <bcl/partitioner.hpp>
-#include <bcl/snake_partitioner.hpp>
-#include <bcl/swap_refinement.hpp>
+#include <bcl/partition/exact.hpp>
+#include <bcl/partition/karmarkar_karp.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/lpt.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
+#include <bcl/partition/snake.hpp>
+#include <bcl/partition/swap_refinement.hpp>
 
-#include "support/brute_force.hpp"
-#include "support/distributions.hpp"
+#include "../support/brute_force.hpp"
+#include "../support/distributions.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
@@ -69,7 +69,7 @@ named_partitioner wrap(std::string name,
 
 /// Swap refinement started from a partition that ignores the costs: item i to pack i / B.
 struct refine_arrival_order {
-    bcl::swap_refinement refinement;
+    bcl::detail::swap_refinement refinement;
     bcl::partition_summary operator()(std::span<const double> costs, bcl::pack_shape shape,
                                       std::span<std::uint32_t> pack_of) {
         if (shape.pack_size > 0 && pack_of.size() == costs.size()) // else let refinement reject it
@@ -80,14 +80,14 @@ struct refine_arrival_order {
 };
 
 std::vector<named_partitioner> all_partitioners() {
-    return {wrap<bcl::lpt_partitioner>("lpt"),
+    return {wrap<bcl::detail::lpt_partitioner>("lpt"),
             wrap<bcl::lpt_swap_partitioner>("lpt_swap"),
-            wrap<bcl::karmarkar_karp_partitioner>("karmarkar_karp"),
-            wrap<bcl::snake_partitioner>("snake"),
-            wrap<bcl::refined<bcl::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
-            wrap<bcl::refined<bcl::snake_partitioner>>("refined<snake>"),
+            wrap<bcl::detail::karmarkar_karp_partitioner>("karmarkar_karp"),
+            wrap<bcl::detail::snake_partitioner>("snake"),
+            wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
+            wrap<bcl::detail::refined<bcl::detail::snake_partitioner>>("refined<snake>"),
             wrap<refine_arrival_order>("swap_refinement(arrival order)"),
-            wrap<bcl::exact_partitioner>("exact", 12)};
+            wrap<bcl::detail::exact_partitioner>("exact", 12)};
 }
 
 struct outcome {
@@ -260,7 +260,7 @@ TEST_CASE("A shape that does not fit the costs, or a pack_of of the wrong length
 TEST_CASE("exact_partitioner finds the optimum of every small window, as the independent "
           "exhaustive search does, and reports it as its own lower bound",
           "[partitioners][exact]") {
-    bcl::exact_partitioner exact;
+    bcl::detail::exact_partitioner exact;
     std::size_t wrong = 0;
     for (const small_window& w : small_windows()) {
         std::vector<std::uint32_t> pack_of(w.costs.size());
@@ -281,7 +281,7 @@ TEST_CASE("exact_partitioner finds the optimum of every small window, as the ind
 
 TEST_CASE("exact_partitioner refuses windows above max_items rather than search for hours",
           "[partitioners][exact][errors]") {
-    bcl::exact_partitioner exact;
+    bcl::detail::exact_partitioner exact;
     exact.max_items = 8;
     const cost_list costs = lognormal_costs(9, 1);
     std::vector<std::uint32_t> pack_of(costs.size());
@@ -295,7 +295,7 @@ TEST_CASE("On every small window no partitioner beats the optimum and no bound e
     const auto partitioners = all_partitioners();
     std::size_t violations = 0;
     for (const small_window& w : small_windows()) {
-        const double bound = bcl::pack_lower_bound(w.costs, {w.k, w.b});
+        const double bound = bcl::detail::pack_lower_bound(w.costs, {w.k, w.b});
         if (!at_most(bound, w.optimum)) {
             ++violations;
             UNSCOPED_INFO("bound " << bound << " > optimum " << w.optimum << ": " << w.what);
@@ -325,10 +325,10 @@ TEST_CASE("The default finds the optimum of nearly every small window; refinemen
     };
     std::vector<named_partitioner> partitioners{
         wrap<bcl::lpt_swap_partitioner>("lpt_swap"),
-        wrap<bcl::refined<bcl::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
-        wrap<bcl::refined<bcl::snake_partitioner>>("refined<snake>"),
-        wrap<bcl::karmarkar_karp_partitioner>("karmarkar_karp"),
-        wrap<bcl::lpt_partitioner>("lpt")};
+        wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
+        wrap<bcl::detail::refined<bcl::detail::snake_partitioner>>("refined<snake>"),
+        wrap<bcl::detail::karmarkar_karp_partitioner>("karmarkar_karp"),
+        wrap<bcl::detail::lpt_partitioner>("lpt")};
     std::vector<tally> full(partitioners.size());
     std::vector<tally> short_windows(partitioners.size());
     for (const small_window& w : small_windows())
@@ -360,7 +360,7 @@ TEST_CASE("The default finds the optimum of nearly every small window; refinemen
 
 TEST_CASE("Swap refinement never makes a partition worse and never changes a pack's size",
           "[partitioners][refinement]") {
-    bcl::swap_refinement refine;
+    bcl::detail::swap_refinement refine;
     std::mt19937_64 gen(42);
     std::uint64_t counter = 900;
     for (const std::size_t k : size_list({2, 3, 8, 16}))
@@ -386,7 +386,7 @@ TEST_CASE("Swap refinement never makes a partition worse and never changes a pac
 
 TEST_CASE("Swap refinement rejects a pack_of that is not a partition of the shape",
           "[partitioners][refinement][errors]") {
-    bcl::swap_refinement refine;
+    bcl::detail::swap_refinement refine;
     const std::vector<double> costs{5, 4, 3, 2, 1, 0};
     std::vector<std::uint32_t> out_of_range{0, 0, 1, 1, 2, 3};
     std::vector<std::uint32_t> overfull{0, 0, 0, 1, 1, 2};
@@ -426,7 +426,7 @@ std::vector<std::uint32_t> reference_capped_lpt(const cost_list& costs, bcl::pac
 TEST_CASE("lpt_partitioner makes exactly capped LPT's choices, whichever way it finds the lightest "
           "pack (a scan, groups of 8, a winner tree)",
           "[partitioners][lpt]") {
-    bcl::lpt_partitioner lpt;
+    bcl::detail::lpt_partitioner lpt;
     std::uint64_t counter = 1100;
     // Across each switch: up to 24 packs a plain scan, up to 256 groups, above that a tree.
     for (const std::size_t k : size_list({1, 2, 7, 24, 25, 33, 64, 100, 256, 257, 300}))
@@ -447,7 +447,7 @@ TEST_CASE("lpt_swap_partitioner is capped LPT followed by swap refinement: refin
           "same packs",
           "[partitioners][refinement]") {
     bcl::lpt_swap_partitioner fused;
-    bcl::refined<bcl::lpt_partitioner> composed;
+    bcl::detail::refined<bcl::detail::lpt_partitioner> composed;
     std::uint64_t counter = 1200;
     for (const std::size_t k : size_list({2, 8, 64}))
         for (const std::size_t b : size_list({1, 3, 16, 64}))
@@ -469,8 +469,8 @@ TEST_CASE("When refinement stops above the bound, no single swap between the hea
           "another pack would lower it (the documented stopping rule), whatever the start",
           "[partitioners][refinement]") {
     std::vector<named_partitioner> refined{
-        wrap<bcl::refined<bcl::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
-        wrap<bcl::refined<bcl::snake_partitioner>>("refined<snake>"),
+        wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
+        wrap<bcl::detail::refined<bcl::detail::snake_partitioner>>("refined<snake>"),
         wrap<refine_arrival_order>("swap_refinement(arrival order)")};
     std::uint64_t counter = 1500;
     std::size_t stopped_above_bound = 0;
@@ -537,7 +537,7 @@ TEST_CASE("The grouped bound: big items cannot all have the cheapest partners",
         // more items, at least 0+1+2+2 = 5: one of the two weighs at least (21 + 5)/2 = 13.
         // {11,2,0} {10,2,1} {8,2,2} shows 13 is the optimum.
         const std::vector<double> costs{11, 10, 8, 2, 2, 2, 2, 1, 0};
-        CHECK(bcl::pack_lower_bound(costs, {3, 3}) == 13.0);
+        CHECK(bcl::detail::pack_lower_bound(costs, {3, 3}) == 13.0);
         CHECK(brute_force_min_heaviest(costs, window_capacities(9, 3, 3)) == 13.0);
     }
     SECTION("{8,6,4,3,3,3,3,2,0}, K=3, B=3 -> 11") {
@@ -545,7 +545,7 @@ TEST_CASE("The grouped bound: big items cannot all have the cheapest partners",
         // pack weigh 14 already; in two packs they have four partners, at least 0+2+3+3 = 8, and
         // one of the two weighs at least (14 + 8)/2 = 11. {8,3,0} {6,3,2} {4,3,3} reaches it.
         const std::vector<double> costs{8, 6, 4, 3, 3, 3, 3, 2, 0};
-        CHECK(bcl::pack_lower_bound(costs, {3, 3}) == 11.0);
+        CHECK(bcl::detail::pack_lower_bound(costs, {3, 3}) == 11.0);
         CHECK(brute_force_min_heaviest(costs, window_capacities(9, 3, 3)) == 11.0);
     }
     SECTION("heavy tails at K=64, B=16: the bound is within 1e-3 of the default's heaviest pack") {
@@ -568,7 +568,7 @@ TEST_CASE("The bound the partitioners report is pack_lower_bound_sorted's, up to
           "[lower-bound]") {
     // The partitioners read the same terms off prefix sums they keep anyway; only the summation
     // order differs.
-    bcl::lpt_partitioner p;
+    bcl::detail::lpt_partitioner p;
     std::uint64_t counter = 2000;
     for (const std::size_t k : size_list({1, 2, 3, 8, 64, 200}))
         for (const std::size_t b : size_list({1, 2, 5, 16, 64}))
@@ -576,7 +576,7 @@ TEST_CASE("The bound the partitioners report is pack_lower_bound_sorted's, up to
                 const cost_list costs = dist.generate(k * b, case_seed(++counter));
                 std::vector<std::uint32_t> pack_of(costs.size());
                 const double reported = p(costs, {k, b}, pack_of).lower_bound;
-                const double direct = bcl::pack_lower_bound(costs, {k, b});
+                const double direct = bcl::detail::pack_lower_bound(costs, {k, b});
                 INFO(fmt::format("K={} B={} costs={}: {} vs {}", k, b, dist.name, reported,
                                  direct));
                 CHECK(std::abs(reported - direct) <= 1e-12 * std::max(1.0, std::abs(direct)));
@@ -609,9 +609,9 @@ TEST_CASE("The default's mean gap to the lower bound is at most 1e-4 on token wi
 TEST_CASE("Chunk-based methods stay far from the bound on heavy tails; refinement brings them to "
           "the default's level",
           "[partitioners][quality]") {
-    bcl::karmarkar_karp_partitioner kk;
-    bcl::snake_partitioner snake;
-    bcl::refined<bcl::karmarkar_karp_partitioner> kk_refined;
+    bcl::detail::karmarkar_karp_partitioner kk;
+    bcl::detail::snake_partitioner snake;
+    bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner> kk_refined;
     double kk_gap = 0.0;
     double snake_gap = 0.0;
     double refined_gap = 0.0;

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace bcl {
+namespace bcl::detail {
 
 /// Estimates quantiles of a stream of non-negative values with relative error at most `accuracy`
 /// (1% here): the estimate q̂ of any quantile q satisfies |q̂ - x_q| <= 0.01 * x_q, where x_q is a
@@ -92,4 +92,4 @@ private:
     std::uint64_t m_count = 0;
 };
 
-} // namespace bcl
+} // namespace bcl::detail

@@ -3,33 +3,18 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/ranked_window.hpp>
-#include <bcl/detail/swap_refiner.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/detail/ranked_window.hpp>
+#include <bcl/partition/detail/swap_refiner.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <utility>
 
-namespace bcl {
-
-/// How much work swap refinement may spend once single swaps are stuck (phase 2 below).
-struct refinement_effort {
-    /// Phase 2 runs only while the heaviest pack is more than this fraction above the lower
-    /// bound. Default 1e-4: a window that close to the best possible costs a trainer at most a
-    /// hundredth of a percent of its step, far below what any cost estimate can resolve, and
-    /// single swaps alone usually get there; the windows still above it (small B with costs that
-    /// move in whole tokens, a few items each near a pack's share) are the ones worth more work.
-    /// Lower it to chase the bound harder; 0 means "until the bound or the budget".
-    double above = 1e-4;
-    /// Phase-2 searches allowed per pack and window: one 2-for-2 search or one make-room attempt
-    /// each. Default 4: measured, a larger budget buys almost nothing (docs/partitioners.md), and
-    /// it caps the worst case at 4K searches of O(B log B). 0 turns phase 2 off, leaving plain
-    /// 1-for-1 refinement.
-    std::size_t searches_per_pack = 4;
-};
+namespace bcl::detail {
 
 /// Improves an existing partition in place by exchanging items between packs.
 ///
@@ -78,7 +63,7 @@ public:
     /// with the wrong number of items), or if a cost is negative, NaN or above bcl::max_estimate.
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        constexpr const char* who = "bcl::swap_refinement";
+        constexpr const char* who = "bcl::detail::swap_refinement";
         const auto lower_bound = m_window.start(who, costs, shape, pack_of.size());
         if (!lower_bound) return {};
         m_window.packs.reset(shape, costs.size());
@@ -94,7 +79,7 @@ private:
     detail::swap_refiner m_refiner;
 };
 
-/// A partitioner P followed by swap_refinement: `bcl::refined<bcl::karmarkar_karp_partitioner>`
+/// A partitioner P followed by swap_refinement: `bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>`
 /// is balanced Karmarkar-Karp plus refinement. (lpt_swap_partitioner gives the same result as
 /// `refined<lpt_partitioner>` with one sort instead of two.)
 template <partitioner P>
@@ -118,4 +103,4 @@ private:
     swap_refinement m_refinement;
 };
 
-} // namespace bcl
+} // namespace bcl::detail

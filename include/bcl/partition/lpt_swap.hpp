@@ -3,18 +3,34 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/capped_lpt.hpp>
-#include <bcl/detail/ranked_window.hpp>
-#include <bcl/detail/swap_refiner.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/partitioner.hpp>
-#include <bcl/swap_refinement.hpp>
+#include <bcl/partition/detail/capped_lpt.hpp>
+#include <bcl/partition/detail/ranked_window.hpp>
+#include <bcl/partition/detail/swap_refiner.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 namespace bcl {
+
+/// How much work swap refinement may spend once single swaps are stuck (phase 2 below).
+struct refinement_effort {
+    /// Phase 2 runs only while the heaviest pack is more than this fraction above the lower
+    /// bound. Default 1e-4: a window that close to the best possible costs a trainer at most a
+    /// hundredth of a percent of its step, far below what any cost estimate can resolve, and
+    /// single swaps alone usually get there; the windows still above it (small B with costs that
+    /// move in whole tokens, a few items each near a pack's share) are the ones worth more work.
+    /// Lower it to chase the bound harder; 0 means "until the bound or the budget".
+    double above = 1e-4;
+    /// Phase-2 searches allowed per pack and window: one 2-for-2 search or one make-room attempt
+    /// each. Default 4: measured, a larger budget buys almost nothing (docs/partitioners.md), and
+    /// it caps the worst case at 4K searches of O(B log B). 0 turns phase 2 off, leaving plain
+    /// 1-for-1 refinement.
+    std::size_t searches_per_pack = 4;
+};
+
 
 /// Capped LPT + swap refinement: the library's default partitioner.
 ///
@@ -33,15 +49,12 @@ namespace bcl {
 /// shape. The summary's lower bound is pack_lower_bound_sorted's (computed from prefix sums the
 /// sort leaves behind: equal up to rounding).
 ///
-/// Measured (docs/partitioners.md): mean gap to the lower bound about 1e-5 on lognormal token
-/// windows at K=8, B=64 and 3e-5 at K=64, B=16, and at most about 1e-4 on every distribution
-/// and real token workload tried at B >= 16 (not on near-integer costs of a few hundred per
-/// pack, where one unit is already 1e-3); optimal on about 98% of windows small enough to solve
-/// exactly.
+/// Its gaps to the lower bound, and how often it is optimal, are measured in
+/// docs/partitioners.md.
 ///
 /// Cost: O(n) sort, O(n K) LPT at most (less for many packs, see lpt_partitioner), then
-/// typically about K rounds of O(K + B) each, plus phase 2 where it runs. Scratch space is kept between calls: after the
-/// first call of the largest window it allocates nothing. Throws bcl::error if the shape does not
+/// typically about K rounds of O(K + B) each, plus phase 2 where it runs. Scratch space is kept
+/// between calls: after the first call of the largest window it allocates nothing. Throws bcl::error if the shape does not
 /// fit the costs, pack_of has the wrong length, or a cost is negative, NaN or above bcl::max_estimate.
 class lpt_swap_partitioner {
 public:
@@ -62,7 +75,8 @@ public:
         m_lpt(m_window.ranked, m_window.packs);
         m_refiner.run(m_window.ranked, m_window.packs, *lower_bound, effort.above,
                       effort.searches_per_pack);
-        return {m_window.packs.write(m_window.ranked, pack_of), *lower_bound};
+        const double heaviest = m_window.packs.write(m_window.ranked, pack_of);
+        return {heaviest, *lower_bound, m_window.packs.loads()};
     }
 
 private:

@@ -3,9 +3,9 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/ranked_window.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/detail/ranked_window.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace bcl {
+namespace bcl::detail {
 
 /// Balanced Karmarkar-Karp (largest differencing), the way data-parallel trainers use it to
 /// balance micro-batches under an equal-count constraint.
@@ -43,7 +43,7 @@ public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
         const auto lower_bound =
-            m_window.start("bcl::karmarkar_karp_partitioner", costs, shape, pack_of.size());
+            m_window.start("bcl::detail::karmarkar_karp_partitioner", costs, shape, pack_of.size());
         if (!lower_bound) return {};
         const std::size_t n = costs.size();
         const std::size_t k = shape.packs;
@@ -134,4 +134,4 @@ private:
     std::vector<std::pair<double, std::size_t>> m_heap;
 };
 
-} // namespace bcl
+} // namespace bcl::detail

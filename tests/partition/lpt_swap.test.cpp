@@ -1,14 +1,14 @@
-// bcl::lpt_swap_partitioner and bcl::pack_lower_bound, checked against an exhaustive solver on
+// bcl::lpt_swap_partitioner and bcl::detail::pack_lower_bound, checked against an exhaustive solver on
 // every window small enough to enumerate, and against values worked out by hand.
 
-#include "support/brute_force.hpp"
-#include "support/distributions.hpp"
+#include "../support/brute_force.hpp"
+#include "../support/distributions.hpp"
 
 #include <algorithm>
 #include <bcl/error.hpp>
-#include <bcl/lower_bound.hpp>
-#include <bcl/lpt_swap_partitioner.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -118,7 +118,7 @@ const std::vector<solved_window>& small_windows() {
                             const auto loads = pack_loads(costs, o.pack_of, k);
                             all.push_back({fmt::format("K={} B={} n={} costs={} seed={}", k, b, n,
                                                        dist.name, seed),
-                                           n == k * b, bcl::pack_lower_bound(costs, shape),
+                                           n == k * b, bcl::detail::pack_lower_bound(costs, shape),
                                            brute_force_min_heaviest(costs, caps),
                                            *std::max_element(loads.begin(), loads.end())});
                         }
@@ -165,7 +165,7 @@ TEST_CASE("summary.heaviest is the heaviest pack recomputed from pack_of, and su
         CHECK(about_equal(o.summary.heaviest, heaviest));
         CHECK(at_most(o.summary.lower_bound, o.summary.heaviest));
         // The reported bound is the public pack_lower_bound of the window.
-        CHECK(about_equal(o.summary.lower_bound, bcl::pack_lower_bound(costs, {k, b})));
+        CHECK(about_equal(o.summary.lower_bound, bcl::detail::pack_lower_bound(costs, {k, b})));
     });
 }
 
@@ -313,7 +313,7 @@ TEST_CASE("When the partitioner stops above the lower bound, no single swap betw
 
 TEST_CASE("pack_lower_bound equals hand-derived values on tiny windows", "[lower-bound]") {
     const auto lb = [](std::vector<double> costs, std::size_t k, std::size_t b) {
-        return bcl::pack_lower_bound(costs, bcl::pack_shape{k, b});
+        return bcl::detail::pack_lower_bound(costs, bcl::pack_shape{k, b});
     };
     SECTION("empty input: 0") {
         CHECK(lb({}, 2, 2) == 0.0);
@@ -369,8 +369,8 @@ TEST_CASE("pack_lower_bound_sorted on sorted costs equals pack_lower_bound on an
                 cost_list desc = costs;
                 std::sort(desc.begin(), desc.end(), std::greater<>{});
                 INFO(fmt::format("K={} B={} {}", k, b, dist.name));
-                CHECK(bcl::pack_lower_bound_sorted(desc, {k, b}) ==
-                      bcl::pack_lower_bound(costs, {k, b}));
+                CHECK(bcl::detail::pack_lower_bound_sorted(desc, {k, b}) ==
+                      bcl::detail::pack_lower_bound(costs, {k, b}));
             }
 }
 

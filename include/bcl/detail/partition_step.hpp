@@ -1,0 +1,124 @@
+#pragma once
+// A round's partition: the partitioner, the check of what it returned, and the memory budget.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/detail/memory_repair.hpp>
+#include <bcl/detail/number_text.hpp>
+#include <bcl/error.hpp>
+#include <bcl/partition/partitioner.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bcl::detail {
+
+/// Splits a round's records into packs and hands back, for each, its pack, and each pack's cost
+/// and memory. A partitioner that breaks its contract (a pack id out of range, a pack of the wrong
+/// size: the batch-size contract would break silently) and a round that no split fits within the
+/// memory budget are bcl::errors. Everything it writes is its own scratch, so a throw leaves the
+/// balancer as it was.
+///
+/// Each pack's cost is summed once: by the partitioner if it reports its pack loads (the default
+/// does), otherwise in the pass that checks the pack sizes, which also sums the memory. The memory
+/// repair runs only for a round that is over budget, and sums afresh what it changed.
+template <class Partitioner, bool tracks_memory>
+class partition_step {
+public:
+    explicit partition_step(Partitioner partitioner) : m_partitioner(std::move(partitioner)) {}
+
+    void reserve(std::size_t window, std::size_t packs) {
+        m_pack_of.reserve(window);
+        m_count.reserve(packs);
+        m_pack_cost.reserve(packs);
+        m_pack_memory.reserve(packs);
+    }
+
+    /// Partitions `costs` (and `memory`, when tracked) into `shape`. `budget` > 0 bounds each
+    /// pack's memory; `round` names the round in an error. Returns the partitioner's summary, its
+    /// heaviest pack recomputed when the budget moved records.
+    partition_summary run(std::span<const double> costs, std::span<const double> memory,
+                          pack_shape shape, double budget, std::uint64_t round) {
+        const std::size_t n = costs.size();
+        m_pack_of.resize(n);
+        partition_summary summary = m_partitioner(costs, shape, std::span<std::uint32_t>(m_pack_of));
+        const bool loads_given = summary.pack_loads.size() == shape.packs;
+        if (loads_given)
+            m_pack_cost.assign(summary.pack_loads.begin(), summary.pack_loads.end());
+        check_and_sum(shape, costs, memory, !loads_given);
+        if constexpr (tracks_memory) {
+            if (budget > 0.0 &&
+                *std::max_element(m_pack_memory.begin(), m_pack_memory.end()) > budget) {
+                const double heaviest = m_repair(costs, memory, shape, m_pack_of, budget);
+                if (heaviest > budget) throw_over_budget(memory, shape.packs, heaviest, budget, round);
+                check_and_sum(shape, costs, memory, true);
+                summary.heaviest = *std::max_element(m_pack_cost.begin(), m_pack_cost.end());
+            } else if (budget > 0.0) {
+                m_repair.reserve(memory, shape); // so a later round that needs it allocates nothing
+            }
+        }
+        return summary;
+    }
+
+    [[nodiscard]] std::span<const std::uint32_t> pack_of() const noexcept { return m_pack_of; }
+    [[nodiscard]] std::span<const double> pack_cost() const noexcept { return m_pack_cost; }
+    [[nodiscard]] std::span<const double> pack_memory() const noexcept { return m_pack_memory; }
+
+private:
+    // O(n): every item in a pack that exists, every pack exactly at its capacity; the same pass
+    // sums each pack's memory, and its cost when `sum_costs`.
+    void check_and_sum(pack_shape shape, std::span<const double> costs,
+                       std::span<const double> memory, bool sum_costs) {
+        const std::size_t n = costs.size();
+        m_count.assign(shape.packs, 0);
+        if (sum_costs) m_pack_cost.assign(shape.packs, 0.0);
+        if constexpr (tracks_memory) m_pack_memory.assign(shape.packs, 0.0);
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint32_t p = m_pack_of[i];
+            if (p >= shape.packs) [[unlikely]]
+                throw error("bcl::balancer: the partitioner put item " + std::to_string(i) +
+                            " in pack " + std::to_string(p) + " of a window of " +
+                            std::to_string(shape.packs) + " packs");
+            ++m_count[p];
+            if (sum_costs) m_pack_cost[p] += costs[i];
+            if constexpr (tracks_memory) m_pack_memory[p] += memory[i];
+        }
+        for (std::size_t p = 0; p < shape.packs; ++p)
+            if (m_count[p] != shape.capacity(p, n))
+                throw error("bcl::balancer: the partitioner put " + std::to_string(m_count[p]) +
+                            " items in pack " + std::to_string(p) + ", which must hold exactly " +
+                            std::to_string(shape.capacity(p, n)));
+    }
+
+    // When the round's total memory alone exceeds packs * budget no split can fit, and the
+    // message says so.
+    [[noreturn]] static void throw_over_budget(std::span<const double> memory, std::size_t packs,
+                                               double heaviest, double budget, std::uint64_t round) {
+        double total = 0.0;
+        for (const double m : memory) total += m;
+        const double per_batch = total / static_cast<double>(packs);
+        throw error("bcl::balancer: the " + std::to_string(memory.size()) + " records of round " +
+                    std::to_string(round) + " could not be split into " + std::to_string(packs) +
+                    " batches within memory_budget " + number_text(budget) +
+                    " (the best split found has a batch of " + number_text(heaviest) + "; " +
+                    (per_batch > budget ? "no split can fit: together they need " +
+                                              number_text(per_batch) + " per batch on average"
+                                        : "they need " + number_text(per_batch) +
+                                              " per batch on average") +
+                    "); the records are still buffered");
+    }
+
+    Partitioner m_partitioner;
+    memory_repair m_repair;
+    std::vector<std::uint32_t> m_pack_of; // each item's pack
+    std::vector<std::size_t> m_count;     // items per pack, while checking
+    std::vector<double> m_pack_cost;
+    std::vector<double> m_pack_memory;
+};
+
+} // namespace bcl::detail

@@ -1,0 +1,114 @@
+#pragma once
+// Estimating one record: its cost and memory, checked, capped (or truncated), and the budget.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/cost_estimator.hpp>
+#include <bcl/detail/number_text.hpp>
+#include <bcl/detail/outlier_cap.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+#include <bcl/record_model.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+
+namespace bcl::detail {
+
+/// What balancing needs of a record, from the user's estimator.
+struct record_estimate {
+    double cost;     ///< what balancing uses: capped when the record was capped
+    double memory;   ///< 0 without a memory estimator
+    double uncapped; ///< the first estimate, which feeds a quantile cap
+    double cap;      ///< the cap in force for this record (+infinity for none)
+    bool capped;
+};
+
+/// Owns the user's estimator and turns a record into a record_estimate. Every value the estimator
+/// returns is checked: NaN, negative or above bcl::max_estimate is a bcl::error naming the record
+/// position and the value. Changes nothing but (under a truncating cap) the record itself, so a
+/// throw leaves the balancer as it was.
+template <class Record, class Estimator>
+class record_estimator {
+public:
+    static constexpr bool tracks_memory = memory_estimator<Estimator, Record>;
+    static constexpr bool truncating = truncating_estimator<Estimator, Record>;
+
+    /// Throws bcl::error if the options ask for what the estimator cannot do.
+    record_estimator(Estimator estimator, const options& opt)
+        : m_estimator(std::move(estimator)), m_budget(opt.memory_budget),
+          m_truncate(opt.cap.kind != cap_kind::none && opt.cap.action == cap_action::truncate),
+          m_cost_only(!tracks_memory && opt.cap.kind == cap_kind::none && opt.memory_budget <= 0.0) {
+        if (m_truncate && !truncating)
+            throw error("bcl::options::cap.action is truncate, but the estimator has no "
+                        "truncate(record, cap); attach one with bcl::with_truncation");
+        if (m_budget > 0.0 && !tracks_memory)
+            throw error("bcl::options::memory_budget is set, but the estimator has no "
+                        "memory(record); attach one with bcl::with_memory");
+    }
+
+    /// Record `position` (the count of records accepted before it), under `cap`.
+    record_estimate operator()(Record& r, const outlier_cap& cap, std::uint64_t position) {
+        record_estimate e{checked_cost(r, position), 0.0, 0.0, HUGE_VAL, false};
+        e.uncapped = e.cost;
+        if (m_cost_only) [[likely]]
+            return e; // no cap, no memory: the estimate is the cost, and nothing else is looked at
+        e.cap = cap.current();
+        if (e.cost > e.cap) {
+            e.capped = true;
+            if constexpr (truncating) {
+                if (m_truncate) {
+                    m_estimator.truncate(r, e.cap);
+                    e.cost = checked_cost(r, position);
+                }
+            }
+            e.cost = std::min(e.cost, e.cap);
+        }
+        e.memory = checked_memory(r, position);
+        if (m_budget > 0.0 && e.memory > m_budget) [[unlikely]]
+            throw error("bcl::balancer: record " + std::to_string(position) +
+                        " alone needs memory " + number_text(e.memory) +
+                        ", over the batch budget of " + number_text(m_budget));
+        return e;
+    }
+
+private:
+    // The throws live in their own function so the per-record path stays small.
+    [[noreturn]] static void throw_bad(const char* what, double value, std::uint64_t position) {
+        throw error("bcl::balancer: record " + std::to_string(position) + " has " + what + " " +
+                    number_text(value) + "; it must be >= 0 and at most bcl::max_estimate (" +
+                    number_text(max_estimate) + ")");
+    }
+
+    double checked_cost(const Record& r, std::uint64_t position) {
+        const auto cost = static_cast<double>(std::invoke(m_estimator, r));
+        // One comparison each way also rejects NaN and both infinities.
+        if (cost >= 0.0 && cost <= max_estimate) [[likely]]
+            return cost;
+        throw_bad("cost estimate", cost, position);
+    }
+
+    double checked_memory(const Record& r, std::uint64_t position) {
+        if constexpr (tracks_memory) {
+            const auto memory = static_cast<double>(m_estimator.memory(r));
+            if (memory >= 0.0 && memory <= max_estimate) [[likely]]
+                return memory;
+            throw_bad("memory estimate", memory, position);
+        } else {
+            (void)r;
+            (void)position;
+            return 0.0;
+        }
+    }
+
+    Estimator m_estimator;
+    double m_budget;
+    bool m_truncate;
+    bool m_cost_only; // no cap and no memory estimate: only the cost is estimated
+};
+
+} // namespace bcl::detail

@@ -3,7 +3,7 @@
 // whole-number flags, the comma list of --policy, how bad input ends a run (exit code 2 and one
 // line on stderr), and the progress line shown while a run takes its time.
 
-#include "simulator.hpp"
+#include "input.hpp"
 
 #include <CLI/CLI.hpp>
 #include <bcl/error.hpp>

@@ -22,7 +22,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <bcl/balance.hpp>
-#include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <chrono>
 #include <cmath>
@@ -85,12 +84,6 @@ struct bench_config {
 struct bench_record {
     std::uint64_t id = 0; ///< global id, index * R + rank (as in bcl-sim)
     double cost = 0.0;    ///< true cost under the cost model
-};
-
-/// The balancers' estimate: the true cost. The bench measures what balancing can buy when the
-/// cost model is right; how good a cost model is, is a question for the trainer.
-struct true_cost {
-    [[nodiscard]] double operator()(const bench_record& r) const noexcept { return r.cost; }
 };
 
 /// A record's term in an order-independent checksum of a multiset of records (sum mod 2^64). The
@@ -185,14 +178,10 @@ std::vector<std::string> parse_policy_list(std::string_view text) {
 }
 
 void validate_numbers(const bench_config& cfg) {
-    const auto positive = [](std::size_t v, std::string_view flag) {
-        if (v == 0)
-            throw bcl_sim::input_error(fmt::format("{} must be at least 1", flag));
-    };
-    positive(cfg.batch, "--batch");
-    positive(cfg.lookahead, "--lookahead");
-    positive(cfg.steps, "--steps");
-    positive(cfg.rounds, "--rounds");
+    bcl_sim::require_at_least_one(cfg.batch, "--batch");
+    bcl_sim::require_at_least_one(cfg.lookahead, "--lookahead");
+    bcl_sim::require_at_least_one(cfg.steps, "--steps");
+    bcl_sim::require_at_least_one(cfg.rounds, "--rounds");
     // Every rank holds its whole stream (steps * B records of 16 bytes) in memory up front.
     if (cfg.steps > (std::size_t{1} << 26) / cfg.batch)
         throw bcl_sim::input_error(
@@ -201,11 +190,7 @@ void validate_numbers(const bench_config& cfg) {
     if (!(cfg.step_ms > 0.0 && cfg.step_ms <= 60'000.0))
         throw bcl_sim::input_error(
             fmt::format("--step-ms must be > 0 and at most 60000 (got {})", cfg.step_ms));
-    try {
-        bcl::validate(bcl::options{.batch_size = cfg.batch, .lookahead = cfg.lookahead});
-    } catch (const bcl::error& e) {
-        throw bcl_sim::input_error(e.what());
-    }
+    bcl_sim::validate_options(bcl::options{.batch_size = cfg.batch, .lookahead = cfg.lookahead});
 }
 
 /// The context bcl-sim's helpers take: this run's shape and this rank's stream.
@@ -229,8 +214,8 @@ void draw_records(rank_setup& setup, int rank, int ranks) {
     const bench_config& cfg = setup.cfg;
     std::unique_ptr<bcl_sim::record_source> source;
     if (const auto* file = std::get_if<bcl_sim::file_spec>(&cfg.dist)) {
-        auto lengths = std::make_shared<const std::vector<double>>(
-            bcl_sim::load_lengths(file->path));
+        auto lengths =
+            std::make_shared<const std::vector<double>>(bcl_sim::load_lengths(file->path));
         setup.cfg.dataset_records = lengths->size();
         fingerprint f;
         for (const double x : *lengths)
@@ -533,7 +518,10 @@ rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy, const ti
     const bcl_sim::sim_context ctx = make_context(setup.cfg, t.ranks, nullptr);
     const bcl::options opt = bcl_sim::bcl_options(ctx, static_cast<std::size_t>(t.rank), policy);
     std::vector<bench_record> stream = setup.records; // every policy reads a fresh copy
-    auto batches = bcl::balance(std::move(stream), true_cost{}, opt);
+    // The balancers' estimate is the true cost, as in bcl-sim: the bench measures what balancing
+    // can buy when the cost model is right; how good a cost model is, is a question for the
+    // trainer.
+    auto batches = bcl::balance(std::move(stream), bcl_sim::true_cost{}, opt);
     // begin() already pulls the first batch, so it is called inside the first timed step.
     std::optional<decltype(batches.begin())> it;
     auto next_batch = [&]() -> std::optional<batch_info> {

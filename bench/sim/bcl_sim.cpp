@@ -239,12 +239,8 @@ void write_trace(const std::string& path, const sim_result& res) {
 sim_result simulate_each(const sim_config& cfg, bcl_cli::progress& bar) {
     bcl_sim::validate(cfg);         // every flag, before the first policy runs
     std::vector<std::string> names; // in the order asked for, each once
-    if (cfg.policies.empty())
-        for (const auto& e : bcl_sim::policy_table())
-            names.emplace_back(e.name);
-    for (const std::string& name : cfg.policies)
-        if (std::find(names.begin(), names.end(), name) == names.end())
-            names.push_back(name);
+    for (const bcl_sim::policy_entry* e : bcl_sim::requested_policies(cfg))
+        names.emplace_back(e->name);
 
     const bcl_sim::emit_observer observer =
         bar.enabled() ? bcl_sim::emit_observer([&bar](std::size_t step, std::size_t,

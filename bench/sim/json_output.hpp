@@ -2,7 +2,8 @@
 // The JSON that bcl-sim and bcl-mpi-bench both write about a run's workload and cost model, so
 // the two tools describe the same inputs with the same fields.
 
-#include "simulator.hpp"
+#include "cost_and_cap.hpp"
+#include "workload.hpp"
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -13,11 +14,10 @@ namespace bcl_sim {
 
 /// The workload: the --dist text as given, its kind, its resolved parameters, and for a file its
 /// path and how many lengths it holds (`records`; 0 when not read, which no usable file has).
-[[nodiscard]] inline nlohmann::ordered_json dist_json(const std::string& spec, const dist_spec& dist,
-                                                      std::uint64_t records) {
-    nlohmann::ordered_json out = {{"spec", spec},
-                                  {"kind", std::string(dist_name(dist))},
-                                  {"resolved", describe(dist)}};
+[[nodiscard]] inline nlohmann::ordered_json
+dist_json(const std::string& spec, const dist_spec& dist, std::uint64_t records) {
+    nlohmann::ordered_json out = {
+        {"spec", spec}, {"kind", std::string(dist_name(dist))}, {"resolved", describe(dist)}};
     if (const auto* file = std::get_if<file_spec>(&dist))
         out["path"] = file->path;
     if (records > 0)

@@ -1,0 +1,260 @@
+#pragma once
+// The cost model, the outlier cap (--cap, --cap-action), truncation, and stream_cap.
+
+#include "input.hpp"
+#include "workload.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bcl/estimators.hpp>
+#include <bcl/options.hpp>
+#include <bcl/quantile_sketch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <fmt/format.h>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bcl_sim {
+
+// ---------------------------------------------------------------------------------------------
+// The cost model: `affine:a=..,b=..,c=..` is a + b*L + c*L^2, through bcl's own estimator.
+// ---------------------------------------------------------------------------------------------
+
+using cost_model = bcl::affine_quadratic_cost<>;
+
+/// The default: L + L^2/24576, a FLOPs proxy for a 7B transformer (linear layers plus attention).
+[[nodiscard]] inline cost_model default_cost() noexcept {
+    return {0.0, 1.0, 1.0 / 24576.0, {}};
+}
+
+/// Parses a --cost value `affine[:a=..,b=..,c=..]`; missing coefficients keep the default's.
+/// Coefficients must be >= 0 so that cost grows with length (length-sorting baselines rely on it).
+[[nodiscard]] inline cost_model parse_cost(std::string_view text) {
+    const std::size_t colon = text.find(':');
+    const std::string_view name = text.substr(0, colon);
+    const std::string what = fmt::format("--cost {}", text);
+    if (name != "affine")
+        throw input_error(fmt::format(
+            "{}: unknown cost model '{}' (expected affine:a=..,b=..,c=..)", what, name));
+    cost_model m = default_cost();
+    const std::array ps{detail::param{"a", &m.a}, detail::param{"b", &m.b},
+                        detail::param{"c", &m.c}};
+    detail::parse_params(
+        what, colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1), ps);
+    detail::require(m.a >= 0 && m.b >= 0 && m.c >= 0, what, "a, b and c must be >= 0");
+    return m;
+}
+
+[[nodiscard]] inline std::string describe(const cost_model& m) {
+    return fmt::format("affine:a={},b={},c={}", m.a, m.b, m.c);
+}
+
+/// The cost under `m` of rank `rank`'s index-th record, `length` tokens long. Throws input_error,
+/// naming the record, if the cost is not finite and >= 0 (a length too large for the model).
+[[nodiscard]] inline double record_cost(const cost_model& m, double length, std::size_t rank,
+                                        std::uint64_t index) {
+    const double cost = m(length);
+    if (!std::isfinite(cost) || cost < 0.0)
+        throw input_error(fmt::format("record {} of rank {} has length {} and cost {}; the cost "
+                                      "model must give a finite cost >= 0",
+                                      index, rank, length, cost));
+    return cost;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The outlier cap: `--cap none|p<q>|<tokens>` and what truncating a record to it means.
+// ---------------------------------------------------------------------------------------------
+
+/// The cap as given on the command line. A fixed cap is a length in tokens (the unit of the
+/// workload files); bcl's own cap is in cost units, so it becomes cost(tokens) (see bcl_cap()).
+/// Cost grows with length (a, b, c >= 0), so capping a record's cost at cost(T) and capping its
+/// length at T are the same thing.
+struct cap_spec {
+    bcl::cap_kind kind = bcl::cap_kind::none;
+    double tokens = 0.0;    ///< kind == fixed: the cap as a length, > 0
+    double quantile = 0.99; ///< kind == quantile: q in (0, 1); `p99.5` is 0.995
+};
+
+/// Parses a --cap value: `none`, `p<percent>` (p99, p99.5, p90: the streaming quantile of each
+/// rank's costs) or a plain number (a fixed cap in tokens). Throws input_error otherwise.
+[[nodiscard]] inline cap_spec parse_cap(std::string_view text) {
+    const std::string_view t = detail::trim(text);
+    if (t == "none")
+        return {};
+    const auto bad = [&](std::string_view why) {
+        return input_error(fmt::format("--cap {}: {} (expected none, p<percent> such as p99 or "
+                                       "p99.5, or a length in tokens such as 32768)",
+                                       text, why));
+    };
+    if (!t.empty() && (t.front() == 'p' || t.front() == 'P')) {
+        const std::optional<double> percent = detail::parse_number(t.substr(1));
+        if (!percent)
+            throw bad("the percentile is not a number");
+        if (!(*percent > 0.0 && *percent < 100.0))
+            throw bad("the percentile must be above 0 and below 100");
+        return {bcl::cap_kind::quantile, 0.0, *percent / 100.0};
+    }
+    const std::optional<double> tokens = detail::parse_number(t);
+    if (!tokens)
+        throw bad("not a cap");
+    if (!(*tokens > 0.0))
+        throw bad("a fixed cap must be a length > 0");
+    return {bcl::cap_kind::fixed, *tokens, 0.99};
+}
+
+/// `none`, `p99.5` or the fixed length, as parse_cap reads it back.
+[[nodiscard]] inline std::string describe(const cap_spec& c) {
+    switch (c.kind) {
+    case bcl::cap_kind::fixed:
+        return fmt::format("{}", c.tokens);
+    case bcl::cap_kind::quantile:
+        return fmt::format("p{}", c.quantile * 100.0);
+    default:
+        return "none";
+    }
+}
+
+[[nodiscard]] inline std::string_view describe(bcl::cap_action a) noexcept {
+    return a == bcl::cap_action::truncate ? "truncate" : "clip";
+}
+
+/// Parses a --cap-action value: `clip` or `truncate`.
+[[nodiscard]] inline bcl::cap_action parse_cap_action(std::string_view text) {
+    if (text == "clip")
+        return bcl::cap_action::clip;
+    if (text == "truncate")
+        return bcl::cap_action::truncate;
+    throw input_error(
+        fmt::format("--cap-action {}: unknown action (expected clip or truncate)", text));
+}
+
+/// The bcl cap for a --cap and --cap-action under a cost model: a fixed cap of T tokens is the
+/// cost cap cost(T); a quantile keeps bcl's default warm-up, ceil(10 / (1 - q)) records. Throws
+/// input_error if a fixed cap costs nothing (bcl needs a cap > 0).
+[[nodiscard]] inline bcl::cap_options bcl_cap(const cap_spec& spec, bcl::cap_action action,
+                                              const cost_model& cost) {
+    bcl::cap_options cap;
+    cap.kind = spec.kind;
+    cap.action = action;
+    if (spec.kind == bcl::cap_kind::fixed) {
+        cap.value = cost(spec.tokens);
+        if (!(cap.value > 0.0) || !std::isfinite(cap.value))
+            throw input_error(fmt::format("--cap {}: the cost of {} tokens is {}; a fixed cap "
+                                          "must cost more than 0",
+                                          describe(spec), spec.tokens, cap.value));
+    } else if (spec.kind == bcl::cap_kind::quantile) {
+        cap.quantile = spec.quantile;
+    }
+    return cap;
+}
+
+/// The length a record of `length` tokens is truncated to under the cost cap `cap`: the largest
+/// whole number of tokens whose cost a + b*L + c*L^2 is at most the cap, and never more than the
+/// record had. It starts from the positive root of a + b*L + c*L^2 = cap, computed as
+/// 2(cap - a) / (b + sqrt(b^2 + 4c(cap - a))), which is (cap - a) / b when c == 0 and does not
+/// cancel when c is tiny, then rounds down to whole tokens (checking the neighbours, so a
+/// rounding error in the root never leaves the cost above the cap). Returns 0 when even an empty
+/// record costs more than the cap (a > cap), and `length` unchanged when the cost does not grow
+/// with length (b == c == 0) or the record is within the cap already.
+[[nodiscard]] inline double truncated_length(const cost_model& m, double length, double cap) {
+    if (m(length) <= cap)
+        return length;
+    if (m.b == 0.0 && m.c == 0.0)
+        return length;
+    if (m.a > cap)
+        return 0.0;
+    const double room = cap - m.a;
+    const double root = 2.0 * room / (m.b + std::sqrt(m.b * m.b + 4.0 * m.c * room));
+    double whole = std::floor(root);
+    while (whole > 0.0 && m(whole) > cap)
+        whole -= 1.0;
+    while (whole + 1.0 < length && m(whole + 1.0) <= cap)
+        whole += 1.0;
+    return std::min(whole, length);
+}
+
+/// The truncating cap applied to the baselines' records, so that every policy runs on the same
+/// truncated workload. Each rank's stream is capped the way that rank's bcl::balancer caps it:
+/// records are taken in the rank's arrival order (index 0, 1, ...); a fixed cap is the cost
+/// cap; a quantile cap is read from a bcl::quantile_sketch of the rank's uncapped costs, not
+/// before the warm-up (bcl::cap_warmup) and then re-read when the warm-up ends and every 64
+/// records, exactly the rule of bcl::balancer's current_cap() (include/bcl/balancer.hpp). A record
+/// whose cost is above the cap is truncated with truncated_length(). So a bcl policy and a
+/// baseline truncate the same records to the same lengths, which tests/cap.test.cpp checks.
+///
+/// Every baseline reads each rank's stream in increasing index order, each index once; a read
+/// that jumps ahead processes the records in between (the sketch needs them), a read of an
+/// earlier index than the last one is a logic error.
+class stream_cap {
+public:
+    struct record {
+        double length = 0.0; ///< after truncation
+        bool capped = false; ///< the record's cost was above the cap (so it was truncated)
+    };
+
+    /// `cap` must be a truncating cap of kind fixed or quantile, in cost units (see bcl_cap()).
+    stream_cap(record_source* source, cost_model cost, bcl::cap_options cap, std::size_t ranks)
+        : m_source(source), m_cost(cost), m_cap(cap), m_state(ranks) {
+        if (m_cap.kind == bcl::cap_kind::quantile)
+            m_sketches.resize(ranks);
+    }
+
+    /// Rank `rank`'s index-th record, capped.
+    [[nodiscard]] record read(std::size_t rank, std::uint64_t index) {
+        rank_state& st = m_state[rank];
+        if (index + 1 < st.next)
+            throw std::logic_error(fmt::format("stream_cap: rank {} read record {} after record {}",
+                                               rank, index, st.next - 1));
+        while (st.next <= index)
+            st.last = advance(rank, st);
+        return st.last;
+    }
+
+private:
+    struct rank_state {
+        std::uint64_t next = 0; // next index to process
+        double cap = HUGE_VAL;  // quantile cap last read from the sketch
+        record last;            // the record at index next - 1 (once next > 0)
+    };
+
+    // As bcl::balancer::current_cap(): the cap for the record about to be added.
+    double current_cap(std::size_t rank, rank_state& st) {
+        if (m_cap.kind == bcl::cap_kind::fixed)
+            return m_cap.value;
+        const bcl::quantile_sketch& sketch = m_sketches[rank];
+        const std::uint64_t seen = sketch.count();
+        const std::size_t warmup = bcl::cap_warmup(m_cap);
+        if (seen < warmup)
+            return HUGE_VAL;
+        if (seen == warmup || (seen - warmup) % quantile_refresh == 0)
+            st.cap = sketch.quantile(m_cap.quantile);
+        return st.cap;
+    }
+
+    record advance(std::size_t rank, rank_state& st) {
+        const std::uint64_t index = st.next++;
+        const double length = m_source->length(rank, index);
+        const double cost = record_cost(m_cost, length, rank, index);
+        const double cap = current_cap(rank, st);
+        if (m_cap.kind == bcl::cap_kind::quantile)
+            m_sketches[rank].add(cost); // the uncapped cost, as the balancer's sketch sees it
+        if (cost <= cap)
+            return {length, false};
+        return {truncated_length(m_cost, length, cap), true};
+    }
+
+    static constexpr std::uint64_t quantile_refresh = 64; // bcl::balancer's refresh interval
+
+    record_source* m_source;
+    cost_model m_cost;
+    bcl::cap_options m_cap;
+    std::vector<rank_state> m_state;
+    std::vector<bcl::quantile_sketch> m_sketches; // per rank, quantile caps only
+};
+
+} // namespace bcl_sim

@@ -1,0 +1,121 @@
+#pragma once
+// The metrics of a run: efficiency, cv, p99 step ratio, cv reduction and speedup against none.
+
+#include <algorithm>
+#include <bcl/statistics.hpp>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace bcl_sim {
+
+// ---------------------------------------------------------------------------------------------
+// Metrics.
+// ---------------------------------------------------------------------------------------------
+
+/// Arithmetic mean of `values` (0 for none).
+[[nodiscard]] inline double mean_of(const std::vector<double>& values) noexcept {
+    double sum = 0.0;
+    for (const double x : values)
+        sum += x;
+    return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+}
+
+/// Nearest-rank quantile q in (0, 1] of `values` (copied; values need not be sorted).
+[[nodiscard]] inline double nearest_rank(std::vector<double> values, double q) {
+    if (values.empty())
+        return 0.0;
+    auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
+    rank = std::clamp<std::size_t>(rank, 1, values.size());
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank - 1),
+                     values.end());
+    return values[rank - 1];
+}
+
+/// The metrics of one policy that depend on its per-(step, rank) costs alone.
+struct step_metrics {
+    /// mean over (step, rank) of the rank's step cost / mean over steps of the max over ranks.
+    double efficiency = 1.0;
+    /// stddev / mean of the per-(step, rank) costs (population stddev).
+    double cv = 0.0;
+    /// nearest-rank p99 over steps of the max over ranks / mean over (step, rank) of the cost.
+    double p99_step_ratio = 1.0;
+    double mean_rank_cost = 0.0; ///< mean over (step, rank): the ideal step time
+    double mean_step_time = 0.0; ///< mean over steps of the max over ranks
+    std::size_t steps = 0;
+};
+
+/// Streams per-step rank costs into the metrics; keeps O(steps) memory (for the trace).
+class metrics_accumulator {
+public:
+    explicit metrics_accumulator(std::size_t steps_hint = 0) {
+        m_step_max.reserve(steps_hint);
+        m_step_mean.reserve(steps_hint);
+    }
+
+    /// One step: the cost of every rank. Every rank must have had a full batch.
+    void add_step(std::span<const double> rank_costs) {
+        double max = 0.0;
+        double sum = 0.0;
+        for (const double c : rank_costs) {
+            m_all.add(c);
+            max = std::max(max, c);
+            sum += c;
+        }
+        m_step_max.push_back(max);
+        m_step_mean.push_back(rank_costs.empty() ? 0.0
+                                                 : sum / static_cast<double>(rank_costs.size()));
+    }
+
+    [[nodiscard]] step_metrics result() const {
+        step_metrics m;
+        m.steps = m_step_max.size();
+        if (m.steps == 0)
+            return m;
+        double max_sum = 0.0;
+        for (const double x : m_step_max)
+            max_sum += x;
+        m.mean_step_time = max_sum / static_cast<double>(m.steps);
+        m.mean_rank_cost = m_all.mean();
+        m.cv = m_all.cv();
+        if (m.mean_step_time > 0.0) {
+            m.efficiency = m.mean_rank_cost / m.mean_step_time;
+            m.p99_step_ratio = nearest_rank(m_step_max, 0.99) / m.mean_rank_cost;
+        }
+        return m;
+    }
+
+    /// Max over ranks of each step so far.
+    [[nodiscard]] const std::vector<double>& step_max() const noexcept { return m_step_max; }
+    /// Mean over ranks of each step so far.
+    [[nodiscard]] const std::vector<double>& step_mean() const noexcept { return m_step_mean; }
+
+private:
+    bcl::running_stats m_all; // every (step, rank) cost
+    std::vector<double> m_step_max;
+    std::vector<double> m_step_mean;
+};
+
+/// Metrics of a cost matrix given step-major: costs[s * ranks + r].
+[[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs,
+                                                  std::size_t ranks) {
+    metrics_accumulator acc(ranks == 0 ? 0 : costs.size() / ranks);
+    for (std::size_t s = 0; ranks != 0 && (s + 1) * ranks <= costs.size(); ++s)
+        acc.add_step(costs.subspan(s * ranks, ranks));
+    return acc.result();
+}
+
+/// 1 - cv/cv_none: the share of the per-rank batch-cost variability a policy removes (0 when the
+/// reference has none).
+[[nodiscard]] inline double cv_reduction(double cv, double cv_none) noexcept {
+    return cv_none > 0.0 ? 1.0 - cv / cv_none : 0.0;
+}
+
+/// efficiency / efficiency_none. Every policy does the same work, so this is the ratio of mean
+/// step times: how much faster training runs than without balancing.
+[[nodiscard]] inline double speedup(double efficiency, double efficiency_none) noexcept {
+    return efficiency_none > 0.0 ? efficiency / efficiency_none : 0.0;
+}
+
+} // namespace bcl_sim

@@ -1,0 +1,125 @@
+#pragma once
+// What every policy runner shares: its context, the records it fetches, what it reports.
+
+#include "cost_and_cap.hpp"
+#include "workload.hpp"
+
+#include <bcl/options.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace bcl_sim {
+
+// ---------------------------------------------------------------------------------------------
+// Policies: what every policy runner shares.
+// ---------------------------------------------------------------------------------------------
+
+/// Called once for every record a policy puts in a batch: the step, the rank, and the record's
+/// global id (index * R + rank of the stream it came from). Optional; tests use it to check that
+/// every record is emitted exactly once.
+using emit_observer = std::function<void(std::size_t step, std::size_t rank, std::uint64_t id)>;
+
+/// Everything a policy needs to run.
+struct sim_context {
+    std::size_t ranks = 8;     ///< R
+    std::size_t batch = 16;    ///< B, records per rank per step
+    std::size_t lookahead = 8; ///< K, batches per window of the windowed policies
+    std::uint64_t seed = 1;
+    cost_model cost = default_cost();
+    record_source* source = nullptr;
+    double bin_tokens = 0.0; ///< mffd bin capacity in tokens (already resolved, > 0)
+    emit_observer observer;  ///< optional
+    /// The cap of every policy, in cost units (bcl_cap()). The bcl policies hand it to their
+    /// balancers. The baselines apply it only when it truncates, through `truncation`.
+    bcl::cap_options cap{};
+    /// Per-batch budget on the sum of lengths (tokens), 0 for none. The bcl policies balance
+    /// within it; for every policy, batches above it are counted (over_budget_batches).
+    double memory_budget = 0.0;
+    /// The baselines' capped stream under a truncating cap (set by make_baseline); null otherwise.
+    std::shared_ptr<stream_cap> truncation;
+};
+
+/// One record as a policy sees it.
+struct sample {
+    double length = 0.0;
+    double cost = 0.0;
+    std::uint64_t id = 0; ///< global id: index * R + rank
+    bool capped = false;  ///< truncated by the cap (baselines under a truncating cap)
+};
+
+/// Reads rank `rank`'s index-th record (truncated, if ctx.truncation is set) and prices it.
+/// Throws input_error if the cost model gives a non-finite cost (a length too large for it).
+[[nodiscard]] inline sample fetch(const sim_context& ctx, std::size_t rank, std::uint64_t index) {
+    double length = 0.0;
+    bool capped = false;
+    if (ctx.truncation) {
+        const stream_cap::record rec = ctx.truncation->read(rank, index);
+        length = rec.length;
+        capped = rec.capped;
+    } else {
+        length = ctx.source->length(rank, index);
+    }
+    const double cost = record_cost(ctx.cost, length, rank, index);
+    return {length, cost, index * ctx.ranks + rank, capped};
+}
+
+inline void observe(const sim_context& ctx, std::size_t step, std::size_t rank, std::uint64_t id) {
+    if (ctx.observer)
+        ctx.observer(step, rank, id);
+}
+
+/// What a policy reports besides its costs.
+struct policy_extras {
+    /// Mean over windows of (heaviest pack - lower bound) / lower bound, for policies that
+    /// partition with bcl's partitioner; empty for the others.
+    std::optional<double> mean_gap_to_lb;
+    /// Largest number of steps a record was held beyond the step it arrives in on its rank
+    /// (its index / B), i.e. beyond the batch fixed-count batching would have put it in.
+    std::uint64_t max_delay_batches = 0;
+    /// Records capped. bcl policies: the sum over ranks of bcl::statistics::records_capped
+    /// (records pushed whose estimate was above the cap, clipped or truncated). Baselines: records
+    /// emitted that the truncating cap shortened (0 under clip, which leaves them untouched).
+    std::uint64_t capped = 0;
+    /// bcl policies: the largest bcl::statistics::peak_batch_memory over ranks (the library's own
+    /// count of the tokens of its largest batch; the simulator's peak_batch_tokens must agree).
+    /// 0 for the others.
+    double peak_batch_memory = 0.0;
+    /// Anything the reader should know about this run of the policy.
+    std::string note;
+};
+
+/// What a policy writes for a block of steps: at [(s - first) * R + r], the time rank r spends in
+/// step s and the tokens (sum of lengths) of what it processes in that step. Both arrive zeroed.
+struct step_block {
+    std::span<double> costs;
+    std::span<double> tokens;
+
+    /// Rank r processes `x` in the block's step t.
+    void charge(std::size_t t, std::size_t r, std::size_t ranks, const sample& x) const noexcept {
+        costs[t * ranks + r] += x.cost;
+        tokens[t * ranks + r] += x.length;
+    }
+};
+
+/// One policy's simulation, advanced a block of steps at a time.
+class policy_runner {
+public:
+    virtual ~policy_runner() = default;
+    /// Simulates steps [first, first + count) into `out`. Called with consecutive blocks from
+    /// step 0; `first` is a multiple of K and count <= K.
+    virtual void run(std::size_t first, std::size_t count, step_block out) = 0;
+    [[nodiscard]] virtual policy_extras extras() const = 0;
+};
+
+/// Arrival step of a rank's index-th record: the step fixed-count batching would put it in.
+[[nodiscard]] inline std::uint64_t arrival_step(const sim_context& ctx,
+                                                std::uint64_t index) noexcept {
+    return index / ctx.batch;
+}
+
+} // namespace bcl_sim

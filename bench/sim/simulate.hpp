@@ -1,0 +1,345 @@
+#pragma once
+// The policy table, a run's configuration and results, and simulate().
+
+#include "baselines.hpp"
+#include "bcl_runner.hpp"
+#include "cost_and_cap.hpp"
+#include "input.hpp"
+#include "metrics.hpp"
+#include "mffd.hpp"
+#include "policy_runner.hpp"
+#include "random.hpp"
+#include "workload.hpp"
+
+#include <algorithm>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <fmt/format.h>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace bcl_sim {
+
+// ---------------------------------------------------------------------------------------------
+// The policy table. A new policy is one more entry here.
+// ---------------------------------------------------------------------------------------------
+
+/// Every input of a simulation run.
+struct sim_config {
+    std::string dist_text = "lognormal:mu=6,sigma=1";
+    dist_spec dist = lognormal_spec{};
+    cost_model cost = default_cost();
+    std::size_t ranks = 8;
+    std::size_t batch = 16;
+    std::size_t lookahead = 8;
+    std::size_t steps = 2000;
+    std::uint64_t seed = 1;
+    std::vector<std::string> policies; ///< empty: every policy in the table
+    double bin_tokens = 0.0;           ///< mffd bin capacity; 0: B times the p99 length
+    /// The oracle partitions R*K*B records at once; above this many ranks it is skipped.
+    std::size_t oracle_max_ranks = 128;
+    cap_spec cap;                                       ///< --cap (default none)
+    bcl::cap_action cap_action = bcl::cap_action::clip; ///< --cap-action
+    double memory_budget = 0.0; ///< --memory-budget, tokens per rank-batch; 0 for none
+};
+
+struct policy_entry {
+    std::string_view name;
+    std::string_view models; ///< one line: what it stands for
+    /// Builds the runner. `ctx.source` is a fresh source for this policy.
+    std::unique_ptr<policy_runner> (*make)(const sim_context& ctx);
+    /// Why the policy cannot run with this configuration, or nothing if it can.
+    std::optional<std::string> (*skip)(const sim_config& cfg);
+};
+
+[[nodiscard]] inline std::optional<std::string> never_skip(const sim_config&) {
+    return {};
+}
+
+/// A baseline's runner. Under a truncating cap it reads the capped stream (stream_cap), so it runs
+/// on the same truncated records as the bcl policies; a clipping cap leaves its records alone.
+template <class Runner>
+[[nodiscard]] std::unique_ptr<policy_runner> make_baseline(const sim_context& ctx) {
+    sim_context c = ctx;
+    if (ctx.cap.kind != bcl::cap_kind::none && ctx.cap.action == bcl::cap_action::truncate)
+        c.truncation = std::make_shared<stream_cap>(ctx.source, ctx.cost, ctx.cap, ctx.ranks);
+    return std::make_unique<Runner>(c);
+}
+
+[[nodiscard]] inline const std::vector<policy_entry>& policy_table() {
+    static const std::vector<policy_entry> table{
+        {"none", "fixed-count batches in sampler order (PyTorch DistributedSampler + DataLoader)",
+         make_baseline<none_runner>, never_skip},
+        {"length_grouped", "Hugging Face group_by_length: megabatches sorted by length",
+         make_baseline<length_grouped_runner>, never_skip},
+        {"mffd", "NeMo-RL sequence packing: pooled MFFD token bins dealt round-robin",
+         make_baseline<mffd_runner>, never_skip},
+        {"oracle", "all ranks' windows partitioned together (needs cross-rank communication)",
+         make_baseline<oracle_runner>,
+         [](const sim_config& cfg) -> std::optional<std::string> {
+             const std::uint64_t window = std::uint64_t{cfg.ranks} * cfg.lookahead * cfg.batch;
+             if (window > bcl::max_window_records)
+                 return fmt::format("oracle skipped: R*K*B = {} records per window is more than "
+                                    "one partition call takes ({})",
+                                    window, bcl::max_window_records);
+             if (cfg.ranks <= cfg.oracle_max_ranks)
+                 return {};
+             return fmt::format("oracle skipped: R = {} > --oracle-max-ranks = {} (it partitions "
+                                "R*K*B = {} records per window at once); raise the limit to run it",
+                                cfg.ranks, cfg.oracle_max_ranks,
+                                cfg.ranks * cfg.lookahead * cfg.batch);
+         }},
+        {"tumbling", "bcl tumbling windows, rank-local (bcl::balancer per rank)",
+         make_bcl_runner<bcl::lookahead_policy::tumbling>, never_skip},
+        {"sliding", "bcl sliding buffer toward the long-run mean, rank-local",
+         make_bcl_runner<bcl::lookahead_policy::sliding>, never_skip},
+    };
+    return table;
+}
+
+[[nodiscard]] inline const policy_entry* find_policy(std::string_view name) {
+    for (const policy_entry& e : policy_table())
+        if (e.name == name)
+            return &e;
+    return nullptr;
+}
+
+/// The policies a run asks for, in the order asked and each once; the whole table when
+/// cfg.policies is empty. The names must be known (validate() checks that).
+[[nodiscard]] inline std::vector<const policy_entry*> requested_policies(const sim_config& cfg) {
+    std::vector<const policy_entry*> wanted;
+    if (cfg.policies.empty())
+        for (const policy_entry& e : policy_table())
+            wanted.push_back(&e);
+    else
+        for (const std::string& name : cfg.policies) {
+            const policy_entry* e = find_policy(name);
+            if (std::find(wanted.begin(), wanted.end(), e) == wanted.end())
+                wanted.push_back(e);
+        }
+    return wanted;
+}
+
+/// The names of every policy in the table, comma-separated.
+[[nodiscard]] inline std::string policy_names() {
+    std::string names;
+    for (const policy_entry& e : policy_table()) {
+        if (!names.empty())
+            names += ',';
+        names += e.name;
+    }
+    return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a simulation.
+// ---------------------------------------------------------------------------------------------
+
+/// One policy's outcome.
+struct policy_result {
+    std::string name;
+    step_metrics metrics;
+    double cv_reduction = 0.0;
+    double speedup_vs_none = 0.0;
+    policy_extras extras;
+    double seconds = 0.0;
+    std::vector<double> step_max;  ///< max over ranks, per step (the trace)
+    std::vector<double> step_mean; ///< mean over ranks, per step
+    /// Largest sum of lengths of one rank's batch in one step (mffd: all of the rank's bins).
+    double peak_batch_tokens = 0.0;
+    /// Rank-batches whose sum of lengths is above the memory budget; 0 without one.
+    std::uint64_t over_budget_batches = 0;
+};
+
+/// Runs one policy for `steps` steps. `ctx.source` must be fresh (unread) for this policy.
+[[nodiscard]] inline policy_result run_policy(const policy_entry& entry, const sim_context& ctx,
+                                              std::size_t steps) {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<policy_runner> runner = entry.make(ctx);
+    metrics_accumulator acc(steps);
+    std::vector<double> block(ctx.lookahead * ctx.ranks);
+    std::vector<double> tokens(ctx.lookahead * ctx.ranks);
+    double peak_tokens = 0.0;
+    std::uint64_t over_budget = 0;
+    for (std::size_t first = 0; first < steps; first += ctx.lookahead) {
+        const std::size_t count = std::min(ctx.lookahead, steps - first);
+        const step_block out{std::span<double>(block.data(), count * ctx.ranks),
+                             std::span<double>(tokens.data(), count * ctx.ranks)};
+        std::fill(out.costs.begin(), out.costs.end(), 0.0);
+        std::fill(out.tokens.begin(), out.tokens.end(), 0.0);
+        runner->run(first, count, out);
+        for (std::size_t t = 0; t < count; ++t)
+            acc.add_step(out.costs.subspan(t * ctx.ranks, ctx.ranks));
+        for (const double x : out.tokens) {
+            peak_tokens = std::max(peak_tokens, x);
+            over_budget += ctx.memory_budget > 0.0 && x > ctx.memory_budget ? 1 : 0;
+        }
+    }
+    policy_result res;
+    res.peak_batch_tokens = peak_tokens;
+    res.over_budget_batches = over_budget;
+    res.name = std::string(entry.name);
+    res.metrics = acc.result();
+    res.extras = runner->extras();
+    res.step_max = acc.step_max();
+    res.step_mean = acc.step_mean();
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return res;
+}
+
+/// Fills in cv_reduction and speedup_vs_none against the `none` result.
+inline void relate_to_none(policy_result& res, const policy_result& none) noexcept {
+    res.cv_reduction = cv_reduction(res.metrics.cv, none.metrics.cv);
+    res.speedup_vs_none = speedup(res.metrics.efficiency, none.metrics.efficiency);
+}
+
+struct skipped_policy {
+    std::string name;
+    std::string reason;
+};
+
+/// The outcome of a run, with the inputs it resolved.
+struct sim_result {
+    std::optional<std::uint64_t> dataset_records; ///< lines in the workload file
+    double p99_length = 0.0;  ///< nearest-rank p99 of the lengths (file, or a pilot sample)
+    double mean_length = 0.0; ///< mean of the lengths (file, or the same pilot sample)
+    double bin_tokens = 0.0;  ///< mffd bin capacity used
+    bcl::cap_options cap;     ///< the cap every policy ran with, in cost units
+    std::vector<policy_result> policies;
+    std::vector<skipped_policy> skipped;
+};
+
+/// Makes a fresh source: one per policy, so every policy reads the same records from the start.
+using source_factory = std::function<std::unique_ptr<record_source>()>;
+
+/// Throws input_error "`flag` must be at least 1" for a count of 0.
+inline void require_at_least_one(std::size_t value, std::string_view flag) {
+    if (value == 0)
+        throw input_error(fmt::format("{} must be at least 1", flag));
+}
+
+/// bcl::validate(opt), with the bcl::error it throws for options the library refuses reported as
+/// bad input (input_error, same message).
+inline void validate_options(const bcl::options& opt) {
+    try {
+        bcl::validate(opt);
+    } catch (const bcl::error& e) {
+        throw input_error(e.what());
+    }
+}
+
+/// Checks the numeric inputs; throws input_error naming the first bad one.
+inline void validate(const sim_config& cfg) {
+    require_at_least_one(cfg.ranks, "--ranks");
+    require_at_least_one(cfg.batch, "--batch");
+    require_at_least_one(cfg.lookahead, "--lookahead");
+    require_at_least_one(cfg.steps, "--steps");
+    if (cfg.ranks > (std::size_t{1} << 20))
+        throw input_error("--ranks must be at most 1048576");
+    if (std::uint64_t{cfg.ranks} * cfg.batch > (std::uint64_t{1} << 30))
+        throw input_error("--ranks * --batch must be at most 2^30 records per step");
+    if (!(cfg.bin_tokens >= 0.0) || !std::isfinite(cfg.bin_tokens))
+        throw input_error("--bin-tokens must be a finite number >= 0");
+    if (!(cfg.memory_budget >= 0.0) || !std::isfinite(cfg.memory_budget))
+        throw input_error(fmt::format(
+            "--memory-budget must be a finite number of tokens >= 0 (0 for none), got {}",
+            cfg.memory_budget));
+    if (cfg.cap.kind == bcl::cap_kind::fixed && !(cfg.cap.tokens > 0.0))
+        throw input_error("--cap: a fixed cap must be a length > 0");
+    if (cfg.cap.kind == bcl::cap_kind::quantile &&
+        !(cfg.cap.quantile > 0.0 && cfg.cap.quantile < 1.0))
+        throw input_error("--cap: the percentile must be above 0 and below 100");
+    bcl::options opt{.batch_size = cfg.batch, .lookahead = cfg.lookahead};
+    opt.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost); // throws for a cap that costs nothing
+    opt.memory_budget = cfg.memory_budget;
+    validate_options(opt);
+    for (const std::string& name : cfg.policies)
+        if (!find_policy(name))
+            throw input_error(fmt::format("--policy: unknown policy '{}' (expected some of {})",
+                                          name, policy_names()));
+}
+
+/// Runs every requested policy (none is always simulated: the others are measured against it).
+/// The source factory may be given for hand-made streams; otherwise it follows cfg.dist.
+/// Throws input_error for bad input.
+[[nodiscard]] inline sim_result simulate(const sim_config& cfg, source_factory make_source = {},
+                                         const emit_observer& observer = {}) {
+    validate(cfg);
+    sim_result out;
+    if (!make_source) {
+        if (const auto* file = std::get_if<file_spec>(&cfg.dist)) {
+            auto lengths = std::make_shared<const std::vector<double>>(load_lengths(file->path));
+            out.dataset_records = lengths->size();
+            out.p99_length = nearest_rank(*lengths, 0.99);
+            out.mean_length = mean_of(*lengths);
+            const std::size_t per_rank = (lengths->size() + cfg.ranks - 1) / cfg.ranks;
+            // Enough cache slots for every epoch one oracle window touches, with room to spare.
+            const std::size_t slots = 2 * (cfg.lookahead * cfg.batch / per_rank) + 4;
+            make_source = [lengths, ranks = cfg.ranks, seed = cfg.seed, slots] {
+                return std::make_unique<file_source>(lengths, ranks, seed, slots);
+            };
+        } else {
+            // A fixed pilot sample (independent of the seed) stands in for the p99.
+            constexpr std::size_t pilot = 1 << 16;
+            std::vector<double> sample_lengths(pilot);
+            const std::uint64_t key = stream_key(0, domain::pilot, 0);
+            for (std::size_t i = 0; i < pilot; ++i)
+                sample_lengths[i] = draw_length(cfg.dist, key, i);
+            out.mean_length = mean_of(sample_lengths);
+            out.p99_length = nearest_rank(std::move(sample_lengths), 0.99);
+            make_source = [dist = cfg.dist, ranks = cfg.ranks, seed = cfg.seed] {
+                return std::make_unique<synthetic_source>(dist, ranks, seed);
+            };
+        }
+    }
+    out.bin_tokens =
+        cfg.bin_tokens > 0.0 ? cfg.bin_tokens : static_cast<double>(cfg.batch) * out.p99_length;
+    if (!(out.bin_tokens > 0.0))
+        out.bin_tokens = 1.0; // all lengths 0: any capacity will do
+    out.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost);
+
+    const std::vector<const policy_entry*> wanted = requested_policies(cfg);
+
+    const auto run_one = [&](const policy_entry& e) {
+        std::unique_ptr<record_source> source = make_source();
+        const sim_context ctx{
+            cfg.ranks,      cfg.batch, cfg.lookahead, cfg.seed,          cfg.cost, source.get(),
+            out.bin_tokens, observer,  out.cap,       cfg.memory_budget, {}};
+        return run_policy(e, ctx, cfg.steps);
+    };
+
+    const policy_entry* none_entry = find_policy("none");
+    const bool none_wanted = std::find(wanted.begin(), wanted.end(), none_entry) != wanted.end();
+    // The reference run is silent: the observer sees only the policies that were asked for.
+    const policy_result none = none_wanted ? run_one(*none_entry) : [&] {
+        std::unique_ptr<record_source> source = make_source();
+        const sim_context ctx{
+            cfg.ranks,      cfg.batch, cfg.lookahead, cfg.seed,          cfg.cost, source.get(),
+            out.bin_tokens, {},        out.cap,       cfg.memory_budget, {}};
+        return run_policy(*none_entry, ctx, cfg.steps);
+    }();
+
+    for (const policy_entry* e : wanted) {
+        if (std::optional<std::string> reason = e->skip(cfg)) {
+            out.skipped.push_back({std::string(e->name), std::move(*reason)});
+            continue;
+        }
+        policy_result res = e == none_entry ? none : run_one(*e);
+        relate_to_none(res, none);
+        out.policies.push_back(std::move(res));
+    }
+    return out;
+}
+
+} // namespace bcl_sim

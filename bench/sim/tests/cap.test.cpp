@@ -1,0 +1,222 @@
+// The outlier cap (cost_and_cap.hpp): the truncation math, --cap and --cap-action, and that
+// under a truncating cap every policy, bcl's through its balancer and the baselines through
+// stream_cap, runs on the same truncated records.
+// Expected numbers are derived in the comments, never copied from the code's output.
+
+#include "cost_and_cap.hpp"
+#include "random.hpp"
+#include "sim_test_support.hpp"
+#include "simulate.hpp"
+
+#include <algorithm>
+#include <bcl/options.hpp>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+using Catch::Matchers::Contains;
+
+using bcl_sim::sim_config;
+using bcl_sim_test::hand_settings;
+using bcl_sim_test::run_by_hand;
+using bcl_sim_test::two_ranks;
+
+TEST_CASE("sim: truncation keeps the largest whole length within the cost cap", "[sim][cap]") {
+    using bcl_sim::truncated_length;
+    // a=0, b=1, c=0.01: cost(L) = L + L^2/100. cost(150) = 150 + 225 = 375.
+    const bcl_sim::cost_model quad{0.0, 1.0, 0.01, {}};
+    // Cap 200: L^2/100 + L - 200 = 0 -> L = (-1 + sqrt(1 + 8)) / 0.02 = 100 exactly.
+    CHECK(truncated_length(quad, 150.0, 200.0) == 100.0);
+    // Cap 300: L = (-1 + sqrt(13)) / 0.02 = 130.28; cost(130) = 299 <= 300, cost(131) = 302.61.
+    CHECK(truncated_length(quad, 150.0, 300.0) == 130.0);
+    // Within the cap (cost(50) = 75): untouched, even when not a whole number.
+    CHECK(truncated_length(quad, 50.0, 200.0) == 50.0);
+    CHECK(truncated_length(quad, 99.5, 200.0) == 99.5);
+    // a = 24 moves the root by nothing: 24 + L + L^2/100 = 224 -> L = 100.
+    CHECK(truncated_length(bcl_sim::cost_model{24.0, 1.0, 0.01, {}}, 150.0, 224.0) == 100.0);
+    // c = 0: L = (cap - a) / b. b = 2, cap 50: 25; with a = 10: 20; cap 51 gives 25.5 -> 25.
+    CHECK(truncated_length(bcl_sim::cost_model{0.0, 2.0, 0.0, {}}, 40.0, 50.0) == 25.0);
+    CHECK(truncated_length(bcl_sim::cost_model{10.0, 2.0, 0.0, {}}, 40.0, 50.0) == 20.0);
+    CHECK(truncated_length(bcl_sim::cost_model{0.0, 2.0, 0.0, {}}, 40.0, 51.0) == 25.0);
+    // b = 0, c = 1: L = sqrt(cap): cap 49 -> 7; cap 50 -> 7.07 -> 7.
+    CHECK(truncated_length(bcl_sim::cost_model{0.0, 0.0, 1.0, {}}, 10.0, 49.0) == 7.0);
+    CHECK(truncated_length(bcl_sim::cost_model{0.0, 0.0, 1.0, {}}, 10.0, 50.0) == 7.0);
+    // Even an empty record costs more than the cap (a = 100 > 50): cut to 0.
+    CHECK(truncated_length(bcl_sim::cost_model{100.0, 1.0, 0.0, {}}, 40.0, 50.0) == 0.0);
+    // Cost does not depend on length: nothing to cut.
+    CHECK(truncated_length(bcl_sim::cost_model{100.0, 0.0, 0.0, {}}, 40.0, 50.0) == 40.0);
+    // The default cost and a cap of cost(8192) = 8192 + 8192^2/24576: back to 8192 exactly, even
+    // if the computed root lands a hair below it.
+    const bcl_sim::cost_model def = bcl_sim::default_cost();
+    CHECK(truncated_length(def, 20000.0, def(8192.0)) == 8192.0);
+    CHECK(truncated_length(def, 8193.0, def(8192.0)) == 8192.0);
+}
+
+TEST_CASE("sim: --cap and --cap-action parse, and a fixed cap is a length", "[sim][cap][input]") {
+    using bcl::cap_kind;
+    CHECK(bcl_sim::parse_cap("none").kind == cap_kind::none);
+    const auto p99 = bcl_sim::parse_cap("p99");
+    CHECK(p99.kind == cap_kind::quantile);
+    CHECK(p99.quantile == Approx(0.99));
+    CHECK(bcl_sim::parse_cap("p99.5").quantile == Approx(0.995));
+    CHECK(bcl_sim::parse_cap("p50").quantile == Approx(0.5));
+    const auto fixed = bcl_sim::parse_cap("32768");
+    CHECK(fixed.kind == cap_kind::fixed);
+    CHECK(fixed.tokens == 32768.0);
+    CHECK(bcl_sim::describe(p99) == "p99");
+    CHECK(bcl_sim::describe(fixed) == "32768");
+    for (const char* bad : {"p", "p0", "p100", "p-1", "px", "q99", "0", "-5", "abc", "", "p99%"})
+        CHECK_THROWS_AS(bcl_sim::parse_cap(bad), bcl_sim::input_error);
+    CHECK_THROWS_WITH(bcl_sim::parse_cap("p100"), Contains("below 100"));
+    CHECK(bcl_sim::parse_cap_action("clip") == bcl::cap_action::clip);
+    CHECK(bcl_sim::parse_cap_action("truncate") == bcl::cap_action::truncate);
+    CHECK_THROWS_AS(bcl_sim::parse_cap_action("drop"), bcl_sim::input_error);
+
+    // A fixed cap of T tokens is bcl's cost cap cost(T): 8192 + 8192^2/24576 under the default.
+    const auto cap = bcl_sim::bcl_cap(bcl_sim::parse_cap("8192"), bcl::cap_action::truncate,
+                                      bcl_sim::default_cost());
+    CHECK(cap.kind == cap_kind::fixed);
+    CHECK(cap.value == Approx(8192.0 + 8192.0 * 8192.0 / 24576.0));
+    CHECK(cap.action == bcl::cap_action::truncate);
+    // p99 keeps bcl's warm-up: ceil(10 / 0.01) = 1000 records.
+    const auto q = bcl_sim::bcl_cap(p99, bcl::cap_action::clip, bcl_sim::default_cost());
+    CHECK(q.quantile == Approx(0.99));
+    CHECK(bcl::cap_warmup(q) == 1000);
+    // A cap that costs nothing (a = b = c = 0) is refused.
+    CHECK_THROWS_WITH(
+        bcl_sim::bcl_cap(fixed, bcl::cap_action::clip, bcl_sim::cost_model{0.0, 0.0, 0.0, {}}),
+        Contains("must cost more than 0"));
+
+    sim_config cfg;
+    cfg.memory_budget = -1.0;
+    CHECK_THROWS_WITH(bcl_sim::validate(cfg), Contains("--memory-budget"));
+    cfg.memory_budget = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_WITH(bcl_sim::validate(cfg), Contains("--memory-budget"));
+}
+
+TEST_CASE("sim: a fixed cap, clipped and truncated, on two ranks by hand", "[sim][cap]") {
+    // two_ranks: rank 0 reads 10, 10, 1, 1; rank 1 reads 5, 5, 6, 6. B = 2, K = 2, cost = length.
+    // Fixed cap 8 (cost units; here cost = length): the two 10s of rank 0 are above it.
+    hand_settings clip;
+    clip.cap = bcl::cap_options{.kind = bcl::cap_kind::fixed, .value = 8.0};
+    hand_settings truncate = clip;
+    truncate.cap.action = bcl::cap_action::truncate;
+
+    // none under clip: the records are untouched and nothing is counted (clip only changes what
+    // bcl balances on): 10+10, 5+5 | 1+1, 6+6.
+    const auto none_clip = run_by_hand("none", two_ranks, 2, 2, 2, clip);
+    CHECK(none_clip.costs == std::vector<double>{20, 10, 2, 12});
+    CHECK(none_clip.extras.capped == 0);
+    // none under truncate: the 10s become 8s: 8+8, 5+5 | 1+1, 6+6. Tokens = costs here.
+    const auto none_trunc = run_by_hand("none", two_ranks, 2, 2, 2, truncate);
+    CHECK(none_trunc.costs == std::vector<double>{16, 10, 2, 12});
+    CHECK(none_trunc.tokens == none_trunc.costs);
+    CHECK(none_trunc.extras.capped == 2);
+
+    // tumbling under clip balances the estimates {8, 8, 1, 1} as {8, 1} + {8, 1}, but the rank
+    // pays the true 10 + 1 = 11 per batch; rank 1: {6, 5} + {6, 5} = 11. bcl counts 2 capped.
+    const auto tumbling_clip = run_by_hand("tumbling", two_ranks, 2, 2, 2, clip);
+    CHECK(tumbling_clip.costs == std::vector<double>{11, 11, 11, 11});
+    CHECK(tumbling_clip.tokens == tumbling_clip.costs);
+    CHECK(tumbling_clip.extras.capped == 2);
+    // tumbling under truncate: bcl calls the truncation, the records become 8s: 9 per batch.
+    const auto tumbling_trunc = run_by_hand("tumbling", two_ranks, 2, 2, 2, truncate);
+    CHECK(tumbling_trunc.costs == std::vector<double>{9, 11, 9, 11});
+    CHECK(tumbling_trunc.extras.capped == 2);
+    // The library's own largest batch memory is the simulator's largest batch: 11 tokens.
+    CHECK(tumbling_trunc.extras.peak_batch_memory == 11.0);
+
+    // The other baselines see the same truncated records: 2 capped, 40 tokens in all.
+    for (const char* policy : {"oracle", "mffd", "length_grouped"}) {
+        hand_settings s = truncate;
+        s.bin_tokens = 15.0;
+        s.dataset = 16;
+        s.epoch = 8;
+        const auto run = run_by_hand(policy, two_ranks, 2, 2, 2, s);
+        INFO(policy);
+        CHECK(run.extras.capped == 2);
+        double total = 0.0;
+        for (const double t : run.tokens)
+            total += t;
+        CHECK(total == 8 + 8 + 1 + 1 + 5 + 5 + 6 + 6);
+        CHECK(run.tokens == run.costs);
+    }
+    // The oracle pairs {8, 8, 6, 6, 5, 5, 1, 1} into 4 packs of 2: each 8 needs a 1 to stay at
+    // or under 11, which leaves {6, 5} twice: heaviest 11.
+    const auto oracle = run_by_hand("oracle", two_ranks, 2, 2, 2, truncate);
+    CHECK(*std::max_element(oracle.costs.begin(), oracle.costs.end()) == 11.0);
+}
+
+namespace {
+
+std::vector<std::vector<double>> heavy_streams(std::size_t ranks, std::size_t per_rank,
+                                               std::uint64_t seed) {
+    // Pareto-like lengths ceil(50 * U^(-1/1.2)): a heavy tail with many distinct values.
+    std::vector<std::vector<double>> streams(ranks, std::vector<double>(per_rank));
+    bcl_sim::splitmix rng(seed);
+    for (auto& stream : streams)
+        for (double& x : stream)
+            x = std::ceil(50.0 * std::pow(bcl_sim::unit_interval_open0(rng.next()), -1.0 / 1.2));
+    return streams;
+}
+
+} // namespace
+
+TEST_CASE("sim: under a truncating quantile cap every policy runs on the same records",
+          "[sim][cap]") {
+    // 3 ranks, B = 4, K = 5, 100 steps: 400 records per rank, 20 whole windows. The p90 with a
+    // warm-up of 20 records, re-read every 64, under the default cost. bcl caps through its
+    // balancer (with_truncation), the baselines through stream_cap, which follows the balancer's
+    // rule. Tumbling pushes exactly the records of each window and emits them in it, so per rank
+    // and window it holds exactly the tokens none holds, and caps exactly as many records.
+    const auto streams = heavy_streams(3, 400, 99);
+    hand_settings s;
+    s.cost = bcl_sim::default_cost();
+    s.cap = bcl::cap_options{.kind = bcl::cap_kind::quantile,
+                             .quantile = 0.9,
+                             .warmup = 20,
+                             .action = bcl::cap_action::truncate};
+    s.bin_tokens = 1e6;
+    const std::size_t R = 3, B = 4, K = 5, steps = 100;
+    const auto none = run_by_hand("none", streams, B, K, steps, s);
+    const auto tumbling = run_by_hand("tumbling", streams, B, K, steps, s);
+    // About 10% of the 3 * 380 records after the warm-up.
+    CHECK(none.extras.capped > 60);
+    CHECK(none.extras.capped < 180);
+    CHECK(tumbling.extras.capped == none.extras.capped);
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t w = 0; w < steps / K; ++w) {
+            double a = 0.0, b = 0.0;
+            for (std::size_t t = w * K; t < (w + 1) * K; ++t) {
+                a += none.tokens[t * R + r];
+                b += tumbling.tokens[t * R + r];
+            }
+            CHECK(b == Approx(a).epsilon(1e-12));
+        }
+    // Truncation never grows a record: every policy holds at most the uncapped tokens.
+    double uncapped = 0.0, capped = 0.0;
+    for (const auto& stream : streams)
+        for (const double x : stream)
+            uncapped += x;
+    for (const double t : none.tokens)
+        capped += t;
+    CHECK(capped < uncapped);
+    // The other baselines read the same capped stream (whole windows and megabatches here).
+    for (const char* policy : {"oracle", "mffd", "length_grouped"}) {
+        const auto run = run_by_hand(policy, streams, B, K, steps, s);
+        INFO(policy);
+        CHECK(run.extras.capped == none.extras.capped);
+        double total = 0.0;
+        for (const double t : run.tokens)
+            total += t;
+        CHECK(total == Approx(capped).epsilon(1e-12));
+    }
+    // Clip leaves the baselines' records alone; bcl still counts what it clipped, the same
+    // records (the quantile sketch sees uncapped costs either way).
+    s.cap.action = bcl::cap_action::clip;
+    CHECK(run_by_hand("none", streams, B, K, steps, s).extras.capped == 0);
+    CHECK(run_by_hand("tumbling", streams, B, K, steps, s).extras.capped == none.extras.capped);
+}

@@ -28,6 +28,12 @@
 
 #include <bcl/bcl.hpp>
 #include <bcl/detail/memory_repair.hpp>
+#include <bcl/partition/exact.hpp>
+#include <bcl/partition/karmarkar_karp.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/partition/lpt.hpp>
+#include <bcl/partition/snake.hpp>
+#include <bcl/partition/swap_refinement.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -55,8 +61,12 @@ namespace {
 std::atomic<std::size_t> g_allocations{0};
 
 /// Allocations so far.
-std::size_t allocations_now() { return g_allocations.load(std::memory_order_relaxed); }
-std::size_t allocations_since(std::size_t before) { return allocations_now() - before; }
+std::size_t allocations_now() {
+    return g_allocations.load(std::memory_order_relaxed);
+}
+std::size_t allocations_since(std::size_t before) {
+    return allocations_now() - before;
+}
 
 void* counted_allocate(std::size_t size) {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
@@ -65,12 +75,24 @@ void* counted_allocate(std::size_t size) {
 }
 } // namespace
 
-void* operator new(std::size_t size) { return counted_allocate(size); }
-void* operator new[](std::size_t size) { return counted_allocate(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void* operator new(std::size_t size) {
+    return counted_allocate(size);
+}
+void* operator new[](std::size_t size) {
+    return counted_allocate(size);
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
 
 namespace {
 
@@ -95,8 +117,8 @@ struct small_record {
 struct window_pool {
     std::size_t window = 0;
     std::size_t windows = 0;
-    std::vector<double> costs;          // windows * window costs, window after window
-    std::vector<small_record> records;  // the same, as records
+    std::vector<double> costs;         // windows * window costs, window after window
+    std::vector<small_record> records; // the same, as records
 
     [[nodiscard]] std::span<const double> costs_of(std::size_t w) const {
         return {costs.data() + w * window, window};
@@ -389,8 +411,7 @@ void memory_repair_benchmark(benchmark::State& state, repair_memory kind, double
         pack_of = in.balanced;
         in.over = repair(pool.costs_of(w), in.memory, shape, pack_of, in.budget) > in.budget;
         std::fill(batch_cost.begin(), batch_cost.end(), 0.0);
-        for (std::size_t i = 0; i < window; ++i)
-            batch_cost[pack_of[i]] += pool.costs_of(w)[i];
+        for (std::size_t i = 0; i < window; ++i) batch_cost[pack_of[i]] += pool.costs_of(w)[i];
         const double heaviest = *std::max_element(batch_cost.begin(), batch_cost.end());
         in.gap = gap_of({heaviest, summary.lower_bound});
     }
@@ -408,8 +429,7 @@ void memory_repair_benchmark(benchmark::State& state, repair_memory kind, double
         gap_sum += in.gap;
         over += in.over ? 1 : 0;
         ++runs;
-        if (++w == windows)
-            w = 0;
+        if (++w == windows) w = 0;
     }
     const std::size_t allocations = allocations_since(allocations_before);
     set_counters(state, window, gap_sum, runs, allocations);
@@ -445,23 +465,22 @@ void add_partitioner(const std::string& name, const length_source& src, std::int
 void register_shape(std::int64_t k, std::int64_t b) {
     const length_source& src = lognormal_tokens;
     add("baseline/sort", k, b, sort_benchmark);
-    add("baseline/passthrough", k, b, [](benchmark::State& state) {
-        balancer_benchmark<passthrough_partitioner>(state, false);
-    });
-    add("adapter/tumbling", k, b, [](benchmark::State& state) {
-        balancer_benchmark<default_partitioner>(state, true);
-    });
+    add("baseline/passthrough", k, b,
+        [](benchmark::State& state) { balancer_benchmark<passthrough_partitioner>(state, false); });
+    add("adapter/tumbling", k, b,
+        [](benchmark::State& state) { balancer_benchmark<default_partitioner>(state, true); });
     add("adapter/sliding", k, b, [](benchmark::State& state) {
         balancer_benchmark<default_partitioner>(state, true, bcl::lookahead_policy::sliding);
     });
     add_partitioner<default_partitioner>("partition/default", src, k, b);
     add_partitioner<bcl::lpt_swap_partitioner>("partition/lpt_swap", src, k, b);
-    add_partitioner<bcl::lpt_partitioner>("partition/lpt", src, k, b);
-    add_partitioner<bcl::karmarkar_karp_partitioner>("partition/karmarkar_karp", src, k, b);
-    add_partitioner<bcl::refined<bcl::karmarkar_karp_partitioner>>("partition/karmarkar_karp_swap",
-                                                                    src, k, b);
-    add_partitioner<bcl::snake_partitioner>("partition/snake", src, k, b);
-    add_partitioner<bcl::refined<bcl::snake_partitioner>>("partition/snake_swap", src, k, b);
+    add_partitioner<bcl::detail::lpt_partitioner>("partition/lpt", src, k, b);
+    add_partitioner<bcl::detail::karmarkar_karp_partitioner>("partition/karmarkar_karp", src, k, b);
+    add_partitioner<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>(
+        "partition/karmarkar_karp_swap", src, k, b);
+    add_partitioner<bcl::detail::snake_partitioner>("partition/snake", src, k, b);
+    add_partitioner<bcl::detail::refined<bcl::detail::snake_partitioner>>("partition/snake_swap",
+                                                                          src, k, b);
 }
 
 /// distribution/<source>/<algorithm>/K:<K>/B:<B>: the table of docs/partitioners.md.
@@ -469,11 +488,11 @@ void register_distribution(const length_source& src, std::int64_t k, std::int64_
     const std::string prefix = std::string("distribution/") + src.name + "/";
     add_partitioner<bcl::lpt_swap_partitioner>(prefix + "lpt_swap", src, k, b);
     add_partitioner<lpt_swap_single>(prefix + "lpt_swap_single", src, k, b);
-    add_partitioner<bcl::lpt_partitioner>(prefix + "lpt", src, k, b);
-    add_partitioner<bcl::karmarkar_karp_partitioner>(prefix + "karmarkar_karp", src, k, b);
-    add_partitioner<bcl::refined<bcl::karmarkar_karp_partitioner>>(prefix + "karmarkar_karp_swap",
-                                                                    src, k, b);
-    add_partitioner<bcl::snake_partitioner>(prefix + "snake", src, k, b);
+    add_partitioner<bcl::detail::lpt_partitioner>(prefix + "lpt", src, k, b);
+    add_partitioner<bcl::detail::karmarkar_karp_partitioner>(prefix + "karmarkar_karp", src, k, b);
+    add_partitioner<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>(
+        prefix + "karmarkar_karp_swap", src, k, b);
+    add_partitioner<bcl::detail::snake_partitioner>(prefix + "snake", src, k, b);
 }
 
 /// memory_repair*/K:<K>/B:64: the three memory repair rows of one window size.
@@ -498,8 +517,7 @@ void register_all() {
     for (const auto& shape : table_shapes)
         for (const length_source& src : table_sources)
             register_distribution(src, shape[0], shape[1]);
-    for (const std::int64_t k : {64, 256, 1024})
-        register_memory_repair(k);
+    for (const std::int64_t k : {64, 256, 1024}) register_memory_repair(k);
 }
 
 } // namespace

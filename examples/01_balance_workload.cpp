@@ -9,11 +9,13 @@
 // with one line on stderr that names the file, the line and the value, and exit code 2.
 
 #include <bcl/bcl.hpp>
+
+#include <fmt/core.h>
+
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <fmt/core.h>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -43,10 +45,8 @@ constexpr std::uint64_t max_tokens = std::uint64_t{1} << 31;
 /// else: no sign, no fraction, no exponent.
 std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t max) {
     const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
-    while (!text.empty() && blank(text.front()))
-        text.remove_prefix(1);
-    while (!text.empty() && blank(text.back()))
-        text.remove_suffix(1);
+    while (!text.empty() && blank(text.front())) text.remove_prefix(1);
+    while (!text.empty() && blank(text.back())) text.remove_suffix(1);
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > max)
@@ -57,13 +57,11 @@ std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t m
 /// One token count per line; blank lines are skipped.
 std::vector<sample> read_lengths(const std::string& path) {
     std::ifstream in(path);
-    if (!in)
-        throw bad_input(path + ": cannot open the file");
+    if (!in) throw bad_input(path + ": cannot open the file");
     std::vector<sample> samples;
     std::string line;
     for (std::size_t number = 1; std::getline(in, line); ++number) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
-            continue;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         const std::optional<std::uint64_t> length = whole_number(line, max_tokens);
         if (!length)
             throw bad_input(fmt::format("{}:{}: '{}' is not a token count (a whole number from 0 "
@@ -71,18 +69,15 @@ std::vector<sample> read_lengths(const std::string& path) {
                                         path, number, line, max_tokens));
         samples.push_back({samples.size(), static_cast<double>(*length)});
     }
-    if (in.bad())
-        throw bad_input(path + ": cannot read the file");
-    if (samples.empty())
-        throw bad_input(path + ": no lengths in the file");
+    if (in.bad()) throw bad_input(path + ": cannot read the file");
+    if (samples.empty()) throw bad_input(path + ": no lengths in the file");
     return samples;
 }
 
 /// argv[index] as a count (whole number), or `fallback` if it was not given.
 std::size_t count_argument(int argc, char** argv, int index, const char* name,
                            std::size_t fallback) {
-    if (argc <= index)
-        return fallback;
+    if (argc <= index) return fallback;
     const std::optional<std::uint64_t> value = whole_number(argv[index], bcl::max_window_records);
     if (!value)
         throw bad_input(fmt::format("{} '{}' is not a whole number from 1 to {}", name, argv[index],
@@ -111,7 +106,8 @@ int main(int argc, char** argv) try {
     // std::mt19937_64, whose output the standard fixes, so it is the same everywhere.
     const auto plain_batches = [&](const std::vector<sample>& order) {
         bcl::running_stats stats;
-        for (std::size_t first = 0; first + opt.batch_size <= order.size(); first += opt.batch_size) {
+        for (std::size_t first = 0; first + opt.batch_size <= order.size();
+             first += opt.batch_size) {
             double batch_cost = 0;
             for (std::size_t i = first; i < first + opt.batch_size; ++i)
                 batch_cost += cost(order[i]);
@@ -143,8 +139,7 @@ int main(int argc, char** argv) try {
         bcl::options with_policy = opt;
         with_policy.policy = policy;
         auto batches = bcl::balance(samples, cost, with_policy);
-        for (auto&& batch : batches)
-            (void)batch;
+        for (auto&& batch : batches) (void)batch;
         const bcl::statistics& after = batches.balancer().stats();
         // No reduction to show when the plain batches already all cost the same.
         const std::string reduction =

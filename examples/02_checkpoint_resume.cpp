@@ -7,14 +7,16 @@
 // Bad input (a file it cannot read, a line that is not a token count, too few records) ends it
 // with one line on stderr that names the file, the line and the value, and exit code 2.
 
-#include <algorithm>
 #include <bcl/bcl.hpp>
+
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
-#include <fmt/core.h>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -50,8 +52,7 @@ constexpr std::size_t crash_point(std::size_t batches) {
 /// before the end of the epoch.
 constexpr std::size_t fewest_batches() {
     std::size_t batches = 1;
-    while (crash_point(batches) < checkpoint_every || crash_point(batches) >= batches)
-        ++batches;
+    while (crash_point(batches) < checkpoint_every || crash_point(batches) >= batches) ++batches;
     return batches;
 }
 
@@ -68,10 +69,8 @@ constexpr std::uint64_t max_tokens = std::uint64_t{1} << 24;
 /// else: no sign, no fraction, no exponent.
 std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t max) {
     const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
-    while (!text.empty() && blank(text.front()))
-        text.remove_prefix(1);
-    while (!text.empty() && blank(text.back()))
-        text.remove_suffix(1);
+    while (!text.empty() && blank(text.front())) text.remove_prefix(1);
+    while (!text.empty() && blank(text.back())) text.remove_suffix(1);
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > max)
@@ -82,13 +81,11 @@ std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t m
 /// One token count per line; blank lines are skipped.
 std::vector<std::size_t> read_lengths(const std::string& path) {
     std::ifstream in(path);
-    if (!in)
-        throw bad_input(path + ": cannot open the file");
+    if (!in) throw bad_input(path + ": cannot open the file");
     std::vector<std::size_t> lengths;
     std::string line;
     for (std::size_t number = 1; std::getline(in, line); ++number) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
-            continue;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         const std::optional<std::uint64_t> length = whole_number(line, max_tokens);
         if (!length)
             throw bad_input(fmt::format("{}:{}: '{}' is not a token count (a whole number from 0 "
@@ -96,10 +93,8 @@ std::vector<std::size_t> read_lengths(const std::string& path) {
                                         path, number, line, max_tokens));
         lengths.push_back(static_cast<std::size_t>(*length));
     }
-    if (in.bad())
-        throw bad_input(path + ": cannot read the file");
-    if (lengths.empty())
-        throw bad_input(path + ": no lengths in the file");
+    if (in.bad()) throw bad_input(path + ": cannot read the file");
+    if (lengths.empty()) throw bad_input(path + ": no lengths in the file");
     return lengths;
 }
 
@@ -114,10 +109,8 @@ void write_checkpoint(const std::filesystem::path& file, const balancer& b) {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out << bytes.size() << ' ' << st.pending.size() << '\n';
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    for (const sample& s : st.pending)
-        out << ' ' << s.index;
-    if (!out)
-        throw std::runtime_error("cannot write " + file.string());
+    for (const sample& s : st.pending) out << ' ' << s.index;
+    if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
 balancer::state read_checkpoint(const std::filesystem::path& file,
@@ -132,8 +125,7 @@ balancer::state read_checkpoint(const std::filesystem::path& file,
     std::vector<sample> records;
     for (std::size_t i = 0, index = 0; i < pending && in >> index; ++i)
         records.push_back(load(lengths, index));
-    if (!in)
-        throw std::runtime_error("checkpoint " + file.string() + " is unreadable");
+    if (!in) throw std::runtime_error("checkpoint " + file.string() + " is unreadable");
     return balancer::state::from_bytes(bytes, std::move(records));
 }
 
@@ -144,8 +136,7 @@ struct run_log {
 
 void train_on(run_log& log, balancer::batch_type batch) {
     std::vector<std::size_t>& ids = log.batches.emplace_back();
-    for (const sample& s : batch)
-        ids.push_back(s.index);
+    for (const sample& s : batch) ids.push_back(s.index);
 }
 
 // Runs until the end of the epoch, or until `crash_at` batches were trained on.
@@ -163,13 +154,11 @@ bool run(run_log& log, balancer& b, const std::vector<std::size_t>& lengths, std
     for (; log.next_record < lengths.size();) {
         b.push(load(lengths, log.next_record++));
         while (auto batch = b.pop())
-            if (!step(*batch))
-                return false;
+            if (!step(*batch)) return false;
     }
     b.finish();
     while (auto batch = b.pop())
-        if (!step(*batch))
-            return false;
+        if (!step(*batch)) return false;
     return true;
 }
 
@@ -219,8 +208,7 @@ int main(int argc, char** argv) try {
 
     std::vector<std::size_t> seen(lengths.size(), 0);
     for (const auto& batch : resumed.batches)
-        for (const std::size_t index : batch)
-            ++seen[index];
+        for (const std::size_t index : batch) ++seen[index];
     const bool once = std::all_of(seen.begin(), seen.end(), [](std::size_t n) { return n == 1; });
     const bool same = once && resumed.batches == reference.batches;
     fmt::print("{} batches resumed, {} uninterrupted: {}\n", resumed.batches.size(),

@@ -4,6 +4,7 @@
 // bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt. A file it cannot use ends it with
 // one line on stderr (file:line: value) and exit code 2.
 #include <bcl/bcl.hpp>
+
 #include <charconv>
 #include <cstddef>
 #include <cstdio>
@@ -24,8 +25,7 @@ struct sample {
 // std::mt19937_64, whose output the standard fixes, so the order is the same everywhere.
 std::vector<sample> load_samples(const std::string& path) {
     std::ifstream in(path);
-    if (!in)
-        throw std::runtime_error(path + ": cannot open the file");
+    if (!in) throw std::runtime_error(path + ": cannot open the file");
     std::vector<sample> samples;
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
@@ -37,8 +37,7 @@ std::vector<sample> load_samples(const std::string& path) {
                                      "' is not a token count (a whole number up to 2^24)");
         samples.push_back({std::vector<int>(length)});
     }
-    if (samples.empty())
-        throw std::runtime_error(path + ": no lengths in the file");
+    if (samples.empty()) throw std::runtime_error(path + ": no lengths in the file");
     std::mt19937_64 random(2024);
     for (std::size_t i = samples.size() - 1; i > 0; --i)
         std::swap(samples[i], samples[random() % (i + 1)]);

@@ -10,7 +10,9 @@
 
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -41,10 +43,8 @@ public:
 };
 
 void* counted_allocate(std::size_t size) {
-    if (t_counting)
-        ++t_allocations;
-    if (void* p = std::malloc(size == 0 ? 1 : size))
-        return p;
+    if (t_counting) ++t_allocations;
+    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
     throw std::bad_alloc{};
 }
 
@@ -139,15 +139,13 @@ TEST_CASE("After the first round, pushing and popping many more windows through 
             std::vector<std::uint64_t> out;
             out.reserve(n);
             const auto take = [&](std::span<rec> batch) {
-                for (const rec& r : batch)
-                    out.push_back(r.id);
+                for (const rec& r : batch) out.push_back(r.id);
             };
 
             std::size_t i = 0;
             for (; i < warm_up(opt); ++i) {
                 bal.push(rec{i, costs[i]});
-                while (auto batch = bal.pop())
-                    take(*batch);
+                while (auto batch = bal.pop()) take(*batch);
             }
             std::size_t steady = 0;
             std::size_t draining = 0;
@@ -155,13 +153,11 @@ TEST_CASE("After the first round, pushing and popping many more windows through 
                 counting_scope scope;
                 for (; i < n; ++i) {
                     bal.push(rec{i, costs[i]});
-                    while (auto batch = bal.pop())
-                        take(*batch);
+                    while (auto batch = bal.pop()) take(*batch);
                 }
                 steady = scope.allocations();
                 bal.finish();
-                while (auto batch = bal.pop())
-                    take(*batch);
+                while (auto batch = bal.pop()) take(*batch);
                 draining = scope.allocations() - steady;
             }
             CHECK(steady == 0);
@@ -187,13 +183,10 @@ TEST_CASE("After the first round, iterating bcl::balance over a vector allocates
             // Counting starts with the batch after the warm-up and stops at the end.
             std::optional<counting_scope> scope;
             for (auto&& batch : view) {
-                if (++batches == warm_up(opt) / b + 1)
-                    scope.emplace();
-                for (const rec& r : batch)
-                    out.push_back(r.id);
+                if (++batches == warm_up(opt) / b + 1) scope.emplace();
+                for (const rec& r : batch) out.push_back(r.id);
             }
-            if (scope)
-                allocations = scope->allocations();
+            if (scope) allocations = scope->allocations();
         }
         CHECK(batches == n / b);
         CHECK(allocations == 0);
@@ -223,8 +216,7 @@ TEST_CASE("A balancer whose first windows need no refinement allocates nothing w
         for (; i < warm_up(opt); ++i) {
             bal.push(rec{i, costs[i]});
             while (auto batch = bal.pop())
-                for (const rec& r : *batch)
-                    out.push_back(r.id);
+                for (const rec& r : *batch) out.push_back(r.id);
         }
         std::size_t allocations = 0;
         {
@@ -232,8 +224,7 @@ TEST_CASE("A balancer whose first windows need no refinement allocates nothing w
             for (; i < n; ++i) {
                 bal.push(rec{i, costs[i]});
                 while (auto batch = bal.pop())
-                    for (const rec& r : *batch)
-                        out.push_back(r.id);
+                    for (const rec& r : *batch) out.push_back(r.id);
             }
             allocations = scope.allocations();
         }
@@ -269,8 +260,7 @@ void push_tokens(Balancer& bal, const std::vector<double>& tokens, const cost_li
         bal.push(sequence{i, tokens[i], costs[i]});
         while (auto batch = bal.pop()) {
             double m = 0.0;
-            for (const sequence& s : *batch)
-                m += s.tokens;
+            for (const sequence& s : *batch) m += s.tokens;
             memories.push_back(m);
         }
     }
@@ -315,8 +305,7 @@ TEST_CASE("After the first round, a balancer under a memory budget allocates not
             push_tokens(unbudgeted, tokens, costs, warm_up(opt), n, after);
             const auto count_over = [&](const std::vector<double>& memories) {
                 std::size_t over = 0;
-                for (const double m : memories)
-                    over += m > budget ? 1 : 0;
+                for (const double m : memories) over += m > budget ? 1 : 0;
                 return over;
             };
             INFO("unbudgeted: " << count_over(warm) << " of the " << warm.size()

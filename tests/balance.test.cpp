@@ -52,7 +52,8 @@ public:
 
     explicit epoch_sampler(std::size_t n) {
         for (std::size_t i = 0; i < n; ++i)
-            m_order.push_back((i * 7919) % n); // a fixed permutation (7919 is prime, n is not its multiple)
+            m_order.push_back((i * 7919) %
+                              n); // a fixed permutation (7919 is prime, n is not its multiple)
     }
     iterator begin() const { return iterator{*this, 0}; }
     std::default_sentinel_t end() const { return {}; }
@@ -69,12 +70,10 @@ std::vector<std::vector<std::size_t>> by_hand(const std::vector<std::size_t>& in
     std::vector<std::vector<std::size_t>> out;
     for (const std::size_t i : indices) {
         b.push(std::size_t{i});
-        while (auto batch = b.pop())
-            out.emplace_back(batch->begin(), batch->end());
+        while (auto batch = b.pop()) out.emplace_back(batch->begin(), batch->end());
     }
     b.finish();
-    while (auto batch = b.pop())
-        out.emplace_back(batch->begin(), batch->end());
+    while (auto batch = b.pop()) out.emplace_back(batch->begin(), batch->end());
     return out;
 }
 

@@ -2,15 +2,15 @@
 // neither ever drops a record or changes the batch count, the cap bounds what balancing sees, and
 // no emitted batch exceeds the budget.
 
-#include <bcl/balancer.hpp>
-#include <bcl/partition/lower_bound.hpp>
-#include <bcl/error.hpp>
-#include <bcl/options.hpp>
-#include <bcl/detail/quantile_sketch.hpp>
-#include <bcl/record_model.hpp>
-
 #include "support/contract_checks.hpp"
 #include "support/distributions.hpp"
+
+#include <bcl/balancer.hpp>
+#include <bcl/detail/quantile_sketch.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+#include <bcl/partition/lower_bound.hpp>
+#include <bcl/record_model.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -32,7 +32,9 @@ struct seq {
     double aux = 0.0; // a second, independent size, for tests where memory is not the length
 };
 
-double length_of(const seq& s) { return s.length; }
+double length_of(const seq& s) {
+    return s.length;
+}
 
 auto cost_memory_truncate() {
     return bcl::with_truncation(bcl::with_memory(&length_of, &length_of),
@@ -49,7 +51,9 @@ template <class Estimator>
 outcome<Estimator> run_seqs(const cost_list& lengths, Estimator e, const bcl::options& opt) {
     outcome<Estimator> out;
     bcl::balancer<seq, Estimator> b{e, opt};
-    const auto take = [&](std::span<seq> batch) { out.batches.emplace_back(batch.begin(), batch.end()); };
+    const auto take = [&](std::span<seq> batch) {
+        out.batches.emplace_back(batch.begin(), batch.end());
+    };
     for (std::size_t i = 0; i < lengths.size(); ++i) {
         b.push(seq{i, lengths[i]});
         while (auto batch = b.pop()) take(*batch);
@@ -95,14 +99,16 @@ TEST_CASE("A fixed clip cap bounds the estimates balancing sees and leaves the r
             double full_batches_total = 0;
             for (std::size_t i = 0; i < out.batches.size(); ++i)
                 if (out.batches[i].size() == 8)
-                    for (const seq& s : out.batches[i]) full_batches_total += std::min(s.length, cap);
+                    for (const seq& s : out.batches[i])
+                        full_batches_total += std::min(s.length, cap);
             REQUIRE(out.stats.batch_cost.mean() * static_cast<double>(full / 8) ==
                     Approx(full_batches_total).epsilon(1e-9).margin(1e-9));
             REQUIRE(full_batches_total <= clipped_total + 1e-9);
         }
 }
 
-TEST_CASE("A truncating cap shrinks exactly the records above it, then re-estimates them", "[cap]") {
+TEST_CASE("A truncating cap shrinks exactly the records above it, then re-estimates them",
+          "[cap]") {
     const cost_list lengths = pareto_costs(3000, 17);
     bcl::options opt{.batch_size = 16, .lookahead = 8};
     opt.cap = {.kind = bcl::cap_kind::fixed, .value = 800.0, .action = bcl::cap_action::truncate};
@@ -123,7 +129,8 @@ TEST_CASE("A quantile cap waits for its warm-up, then caps about 1 - q of the re
     for (const double q : {0.99, 0.95}) {
         const cost_list lengths = lognormal_costs(60000, 23);
         bcl::options opt{.batch_size = 16, .lookahead = 8};
-        opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = q, .action = bcl::cap_action::truncate};
+        opt.cap = {
+            .kind = bcl::cap_kind::quantile, .quantile = q, .action = bcl::cap_action::truncate};
         const auto out = run_seqs(lengths, cost_memory_truncate(), opt);
         const std::size_t warmup = bcl::cap_warmup(opt.cap);
         REQUIRE(warmup == static_cast<std::size_t>(std::ceil(10.0 / (1.0 - q) - 1e-9)));
@@ -134,7 +141,8 @@ TEST_CASE("A quantile cap waits for its warm-up, then caps about 1 - q of the re
                 capped += s.length != lengths[s.id] ? 1 : 0;
             }
         REQUIRE(capped == out.stats.records_capped);
-        const double fraction = static_cast<double>(capped) / static_cast<double>(lengths.size() - warmup);
+        const double fraction =
+            static_cast<double>(capped) / static_cast<double>(lengths.size() - warmup);
         INFO("q " << q << ": capped fraction " << fraction);
         REQUIRE(fraction > 0.6 * (1.0 - q));
         REQUIRE(fraction < 1.5 * (1.0 - q));
@@ -162,9 +170,9 @@ TEST_CASE("The quantile sketch is within 1% of the exact quantile", "[cap][sketc
 
 TEST_CASE("With a memory budget no emitted batch ever exceeds it, and the contract holds",
           "[budget][contract]") {
-    // The budget is 1.25x the largest lower bound (bcl::detail::pack_lower_bound over the memory values)
-    // of any tumbling window: no split can beat that bound, and 25% above it a split exists in
-    // every case here. Under sliding the rounds are different sets of records, so a round may be
+    // The budget is 1.25x the largest lower bound (bcl::detail::pack_lower_bound over the memory
+    // values) of any tumbling window: no split can beat that bound, and 25% above it a split exists
+    // in every case here. Under sliding the rounds are different sets of records, so a round may be
     // infeasible: then the balancer must say so with a bcl::error, never emit an oversized batch.
     std::size_t sliding_errors = 0;
     std::size_t sliding_runs = 0;
@@ -175,10 +183,12 @@ TEST_CASE("With a memory budget no emitted batch ever exceeds it, and the contra
                 double largest_bound = 0;
                 for (std::size_t first = 0; first < lengths.size(); first += 32) {
                     const std::size_t last = std::min(first + 32, lengths.size());
-                    const std::vector<double> window(lengths.begin() + static_cast<std::ptrdiff_t>(first),
-                                                     lengths.begin() + static_cast<std::ptrdiff_t>(last));
+                    const std::vector<double> window(
+                        lengths.begin() + static_cast<std::ptrdiff_t>(first),
+                        lengths.begin() + static_cast<std::ptrdiff_t>(last));
                     const std::size_t packs = (window.size() + 7) / 8;
-                    largest_bound = std::max(largest_bound, bcl::detail::pack_lower_bound(window, {packs, 8}));
+                    largest_bound =
+                        std::max(largest_bound, bcl::detail::pack_lower_bound(window, {packs, 8}));
                 }
                 bcl::options opt{.batch_size = 8, .lookahead = 4, .seed = seed};
                 if (sliding) opt.policy = bcl::lookahead_policy::sliding;
@@ -205,7 +215,8 @@ TEST_CASE("With a memory budget no emitted batch ever exceeds it, and the contra
                 }
                 REQUIRE(out.stats.peak_batch_memory == Approx(peak));
             }
-    INFO(sliding_errors << " sliding runs stopped on an infeasible round, " << sliding_runs << " completed");
+    INFO(sliding_errors << " sliding runs stopped on an infeasible round, " << sliding_runs
+                        << " completed");
     CHECK(sliding_runs > 0);
 }
 
@@ -222,7 +233,9 @@ TEST_CASE("A tight memory budget is met by repartitioning where the cost balance
     const auto run_with = [&](const bcl::options& o) {
         std::vector<std::vector<seq>> batches;
         bcl::balancer<seq, independent_memory> b{independent_memory{}, o};
-        const auto take = [&](std::span<seq> batch) { batches.emplace_back(batch.begin(), batch.end()); };
+        const auto take = [&](std::span<seq> batch) {
+            batches.emplace_back(batch.begin(), batch.end());
+        };
         for (std::size_t i = 0; i < lengths.size(); ++i) {
             b.push(seq{i, lengths[i], memories[i]});
             while (auto batch = b.pop()) take(*batch);
@@ -266,7 +279,8 @@ TEST_CASE("A record alone over the memory budget is an error naming it; the call
         bcl::with_memory(&length_of, &length_of), opt};
     b.push(seq{0, 10});
     seq big{1, 250};
-    REQUIRE_THROWS_WITH(b.push(std::move(big)), Catch::Contains("record 1") && Catch::Contains("250") &&
+    REQUIRE_THROWS_WITH(b.push(std::move(big)), Catch::Contains("record 1") &&
+                                                    Catch::Contains("250") &&
                                                     Catch::Contains("100"));
     REQUIRE(big.length == 250);
     b.finish();
@@ -323,7 +337,8 @@ TEST_CASE("largest_first emits the first round's most memory-hungry batch first"
     }
 }
 
-TEST_CASE("Cap and budget options are checked against the estimator and their ranges", "[cap][errors]") {
+TEST_CASE("Cap and budget options are checked against the estimator and their ranges",
+          "[cap][errors]") {
     bcl::options opt{.batch_size = 4, .lookahead = 2};
     opt.cap = {.kind = bcl::cap_kind::fixed, .value = 10, .action = bcl::cap_action::truncate};
     REQUIRE_THROWS_WITH((bcl::balancer<seq, double (*)(const seq&)>{&length_of, opt}),

@@ -7,7 +7,9 @@
 #include <bcl/cost_estimator.hpp>
 #include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <concepts>
 #include <cstdint>
 #include <memory>
@@ -193,7 +195,9 @@ struct unit_cost {
     }
 };
 template <class Range>
-concept balanceable = requires(Range range) { bcl::balance(std::move(range), unit_cost{}, bcl::options{}); };
+concept balanceable = requires(Range range) {
+    bcl::balance(std::move(range), unit_cost{}, bcl::options{});
+};
 
 TEST_CASE("bcl::balance takes ranges of records only", "[concepts]") {
     STATIC_REQUIRE(balanceable<std::vector<plain_record>>);

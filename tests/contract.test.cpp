@@ -8,16 +8,18 @@
 #include "support/contract_checks.hpp"
 #include "support/distributions.hpp"
 
-#include <algorithm>
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
 #include <bcl/detail/random.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/core.h>
 #include <limits>
 #include <memory>
 #include <set>
@@ -51,21 +53,17 @@ struct owned_cost {
 /// Ids held by a batch of owned records, read through the token (so a moved-from record, which
 /// must never be handed out, would crash the test rather than pass it).
 void collect(std::span<owned_rec> batch, std::vector<std::uint64_t>& out) {
-    for (const owned_rec& r : batch)
-        out.push_back(*r.token);
+    for (const owned_rec& r : batch) out.push_back(*r.token);
 }
 
 /// "" if `ids` is exactly {0, ..., n-1}, otherwise what is wrong.
 std::string check_ids_are_0_to(std::vector<std::uint64_t> ids, std::size_t n) {
     std::sort(ids.begin(), ids.end());
     for (std::size_t i = 1; i < ids.size(); ++i)
-        if (ids[i] == ids[i - 1])
-            return fmt::format("record {} came out twice", ids[i]);
-    if (ids.size() != n)
-        return fmt::format("{} records came out, expected {}", ids.size(), n);
+        if (ids[i] == ids[i - 1]) return fmt::format("record {} came out twice", ids[i]);
+    if (ids.size() != n) return fmt::format("{} records came out, expected {}", ids.size(), n);
     for (std::size_t i = 0; i < n; ++i)
-        if (ids[i] != i)
-            return fmt::format("record {} never came out", i);
+        if (ids[i] != i) return fmt::format("record {} never came out", i);
     return {};
 }
 
@@ -90,11 +88,9 @@ bool names_record(const std::string& text, std::uint64_t position) {
     const std::string word = "record ";
     for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
         std::size_t end = at + word.size();
-        while (end < text.size() && text[end] >= '0' && text[end] <= '9')
-            ++end;
+        while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
         const std::string digits = text.substr(at + word.size(), end - at - word.size());
-        if (!digits.empty() && digits == std::to_string(position))
-            return true;
+        if (!digits.empty() && digits == std::to_string(position)) return true;
     }
     return false;
 }
@@ -115,10 +111,8 @@ const bad_value bad_values[] = {
 /// the usual spelling), and +infinity is not reported as -inf.
 bool names_value(const std::string& message, double value) {
     const std::string text = fmt::format("{}", value);
-    if (message.find(text) == std::string::npos)
-        return false;
-    if (text == "inf" && message.find("-inf") != std::string::npos)
-        return false;
+    if (message.find(text) == std::string::npos) return false;
+    if (text == "inf" && message.find("-inf") != std::string::npos) return false;
     return true;
 }
 
@@ -330,19 +324,16 @@ TEST_CASE("The generator behind the seed reproduces the published SplitMix64 seq
     SECTION("below(n) stays below n") {
         bcl::detail::splitmix64 g{42};
         for (std::uint64_t bound : {1ULL, 2ULL, 3ULL, 7ULL, 1000ULL, (1ULL << 63) + 5})
-            for (int i = 0; i < 200; ++i)
-                REQUIRE(g.below(bound) < bound);
+            for (int i = 0; i < 200; ++i) REQUIRE(g.below(bound) < bound);
     }
     SECTION("shuffle() permutes") {
         bcl::detail::splitmix64 g{9};
         std::vector<int> v(50);
-        for (int i = 0; i < 50; ++i)
-            v[static_cast<std::size_t>(i)] = i;
+        for (int i = 0; i < 50; ++i) v[static_cast<std::size_t>(i)] = i;
         bcl::detail::shuffle(v.data(), v.size(), g);
         std::vector<int> sorted = v;
         std::sort(sorted.begin(), sorted.end());
-        for (int i = 0; i < 50; ++i)
-            CHECK(sorted[static_cast<std::size_t>(i)] == i);
+        for (int i = 0; i < 50; ++i) CHECK(sorted[static_cast<std::size_t>(i)] == i);
     }
 }
 
@@ -365,8 +356,7 @@ TEST_CASE("A NaN, infinite or negative cost pushed into bcl::balancer is a bcl::
                 std::vector<std::uint64_t> out;
                 for (std::size_t i = 0; i < pos; ++i) {
                     bal.push(make_owned(i, costs[i]));
-                    while (auto batch = bal.pop())
-                        collect(*batch, out);
+                    while (auto batch = bal.pop()) collect(*batch, out);
                 }
                 owned_rec rejected = make_owned(pos, bad.value);
                 const std::string message =
@@ -386,13 +376,11 @@ TEST_CASE("A NaN, infinite or negative cost pushed into bcl::balancer is a bcl::
                     for (std::size_t i = pos + 1; i < costs.size(); ++i) {
                         // Ids stay 0..good-1 so the check below is simple.
                         bal.push(make_owned(good++, costs[i]));
-                        while (auto batch = bal.pop())
-                            collect(*batch, out);
+                        while (auto batch = bal.pop()) collect(*batch, out);
                     }
                 }
                 bal.finish();
-                while (auto batch = bal.pop())
-                    collect(*batch, out);
+                while (auto batch = bal.pop()) collect(*batch, out);
                 CHECK(check_ids_are_0_to(out, good) == "");
                 CHECK(bal.stats().batches == (good + b - 1) / b);
                 CHECK(bal.buffered() == 0);
@@ -414,8 +402,7 @@ TEST_CASE("A NaN, infinite or negative cost met by bcl::balance is a bcl::error 
                 auto view = bcl::balance(source, owned_cost{}, {.batch_size = b, .lookahead = k});
                 std::vector<std::uint64_t> out;
                 const std::string message = bcl_error_message([&] {
-                    for (auto&& batch : view)
-                        collect(batch, out);
+                    for (auto&& batch : view) collect(batch, out);
                 });
                 INFO("message: " << message);
                 CHECK(names_record(message, pos));
@@ -429,8 +416,7 @@ TEST_CASE("A NaN, infinite or negative cost met by bcl::balance is a bcl::error 
                 CHECK(view.balancer().stats().records_in == pos);
 
                 view.balancer().finish();
-                while (auto batch = view.balancer().pop())
-                    collect(*batch, out);
+                while (auto batch = view.balancer().pop()) collect(*batch, out);
                 CHECK(check_ids_are_0_to(out, pos) == "");
             }
 }
@@ -477,8 +463,7 @@ TEST_CASE("push() after finish() is a bcl::error and the record stays with the c
     CHECK(*late.token == 1);
     // The record pushed before finish() still comes out, alone, and nothing else.
     std::vector<std::uint64_t> out;
-    while (auto batch = bal.pop())
-        collect(*batch, out);
+    while (auto batch = bal.pop()) collect(*batch, out);
     CHECK(out == std::vector<std::uint64_t>{0});
 }
 
@@ -518,8 +503,7 @@ TEST_CASE("push() into a full window while batches are waiting is a bcl::error t
     bal.push(std::move(refused));
     ++next;
     bal.finish();
-    while (auto batch = bal.pop())
-        collect(*batch, out);
+    while (auto batch = bal.pop()) collect(*batch, out);
     CHECK(check_ids_are_0_to(out, next) == "");
 }
 

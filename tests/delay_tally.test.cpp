@@ -3,10 +3,12 @@
 // leaves earlier. After each round the statistics hold the count, mean, variance, minimum and
 // maximum of every delay so far, the largest delay, and a histogram that ends at it.
 
-#include <algorithm>
 #include <bcl/detail/delay_tally.hpp>
 #include <bcl/statistics.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -27,8 +29,7 @@ struct round_spec {
 
 void run(bcl::detail::delay_tally& tally, const round_spec& r, bcl::statistics& stats) {
     auto counter = tally.start(r.first_batch, r.packs, r.arrivals.front(), r.b, stats);
-    for (std::size_t i = 0; i < r.arrivals.size(); ++i)
-        counter.count(i, r.arrivals[i], r.ranks[i]);
+    for (std::size_t i = 0; i < r.arrivals.size(); ++i) counter.count(i, r.arrivals[i], r.ranks[i]);
     tally.finish(stats);
 }
 
@@ -47,16 +48,14 @@ struct brute_force {
     void check(const bcl::statistics& stats) const {
         const auto n = static_cast<double>(delays.size());
         double sum = 0.0;
-        for (const std::uint64_t d : delays)
-            sum += static_cast<double>(d);
+        for (const std::uint64_t d : delays) sum += static_cast<double>(d);
         const double mean = sum / n;
         double squares = 0.0;
         for (const std::uint64_t d : delays)
             squares += (static_cast<double>(d) - mean) * (static_cast<double>(d) - mean);
         const std::uint64_t largest = *std::max_element(delays.begin(), delays.end());
         std::vector<std::uint64_t> histogram(largest + 1, 0);
-        for (const std::uint64_t d : delays)
-            ++histogram[d];
+        for (const std::uint64_t d : delays) ++histogram[d];
 
         CHECK(stats.delay_batches.count() == delays.size());
         CHECK(stats.delay_batches.mean() == Approx(mean).epsilon(1e-12));

@@ -5,7 +5,9 @@
 // first round only to the front; and a restored random state continues the same sequence.
 
 #include <bcl/detail/emission_order.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -19,8 +21,7 @@ using ranks = std::vector<std::uint32_t>;
 ranks order(emission_order& e, std::size_t packs, bool has_short, std::uint64_t round,
             std::span<const double> size = {}) {
     std::vector<double> flat(packs, 1.0);
-    if (size.empty())
-        size = flat;
+    if (size.empty()) size = flat;
     e.order(packs, has_short, round, size);
     return {e.rank().begin(), e.rank().end()};
 }
@@ -28,16 +29,14 @@ ranks order(emission_order& e, std::size_t packs, bool has_short, std::uint64_t 
 bool is_permutation_of_packs(const ranks& r) {
     std::vector<int> seen(r.size(), 0);
     for (const std::uint32_t place : r) {
-        if (place >= r.size() || seen[place]++ != 0)
-            return false;
+        if (place >= r.size() || seen[place]++ != 0) return false;
     }
     return true;
 }
 
 ranks identity(std::size_t packs) {
     ranks r(packs);
-    for (std::size_t p = 0; p < packs; ++p)
-        r[p] = static_cast<std::uint32_t>(p);
+    for (std::size_t p = 0; p < packs; ++p) r[p] = static_cast<std::uint32_t>(p);
     return r;
 }
 
@@ -58,8 +57,7 @@ TEST_CASE("rank() is a permutation of the packs, with the short pack last", "[em
                               << ", largest_first " << largest_first);
                 REQUIRE(r.size() == packs);
                 REQUIRE(is_permutation_of_packs(r));
-                if (has_short)
-                    REQUIRE(r[packs - 1] == packs - 1);
+                if (has_short) REQUIRE(r[packs - 1] == packs - 1);
             }
         }
 }
@@ -98,8 +96,7 @@ TEST_CASE("Shuffled, every full pack is about equally likely at every place", "[
     for (std::uint64_t round = 0; round < 8000; ++round) {
         const ranks r = order(e, 5, true, round);
         REQUIRE(r[4] == 4);
-        for (std::size_t p = 0; p < 4; ++p)
-            ++count[p][r[p]];
+        for (std::size_t p = 0; p < 4; ++p) ++count[p][r[p]];
     }
     for (std::size_t p = 0; p < 4; ++p)
         for (std::size_t place = 0; place < 4; ++place) {
@@ -128,8 +125,7 @@ TEST_CASE("largest_first puts the largest full pack first in the first round onl
                 CHECK(r[1] == 0);
                 ranks swapped = plain;
                 for (std::size_t p = 0; p < 5; ++p)
-                    if (plain[p] == 0)
-                        swapped[p] = plain[1];
+                    if (plain[p] == 0) swapped[p] = plain[1];
                 swapped[1] = 0;
                 CHECK(r == swapped);
             } else {
@@ -148,8 +144,7 @@ TEST_CASE("largest_first in a first round without full packs changes nothing", "
 
 TEST_CASE("A restored random state continues the same sequence of orders", "[emission-order]") {
     emission_order original(2024, true, false);
-    for (std::uint64_t round = 0; round < 7; ++round)
-        order(original, 6, false, round);
+    for (std::uint64_t round = 0; round < 7; ++round) order(original, 6, false, round);
     emission_order restored(1, true, false);
     restored.restore(original.random_state());
     for (std::uint64_t round = 7; round < 30; ++round) {

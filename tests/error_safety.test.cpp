@@ -10,8 +10,8 @@
 #include <bcl/balancer.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/error.hpp>
-#include <bcl/partition/lpt_swap.hpp>
 #include <bcl/options.hpp>
+#include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
 #include <bcl/record_model.hpp>
 
@@ -34,8 +34,7 @@ template <class Balancer>
 std::pair<std::string, std::vector<std::uint64_t>> fingerprint(const Balancer& b) {
     auto st = b.save();
     std::vector<std::uint64_t> ids;
-    for (const rec& r : st.pending)
-        ids.push_back(r.id);
+    for (const rec& r : st.pending) ids.push_back(r.id);
     return {st.to_bytes(), ids};
 }
 
@@ -44,8 +43,7 @@ template <class Balancer>
 batch_ids drain(Balancer& b) {
     batch_ids out;
     b.finish();
-    while (auto batch = b.pop())
-        out.push_back(ids_of(*batch));
+    while (auto batch = b.pop()) out.push_back(ids_of(*batch));
     return out;
 }
 
@@ -62,8 +60,7 @@ struct faulty_partitioner {
     bcl::partition_summary operator()(std::span<const double> costs, bcl::pack_shape shape,
                                       std::span<std::uint32_t> pack_of) {
         if (costs.size() < full_window) {
-            for (std::uint32_t& p : pack_of)
-                p = static_cast<std::uint32_t>(shape.packs);
+            for (std::uint32_t& p : pack_of) p = static_cast<std::uint32_t>(shape.packs);
             return {};
         }
         return inner(costs, shape, pack_of);
@@ -75,8 +72,7 @@ struct faulty_partitioner {
 TEST_CASE("A push that fails for a bad cost changes nothing, even when the buffer is full",
           "[errors][error-safety]") {
     const double bad_costs[] = {std::numeric_limits<double>::quiet_NaN(), -1.0,
-                                std::numeric_limits<double>::infinity(),
-                                bcl::max_estimate * 2.0};
+                                std::numeric_limits<double>::infinity(), bcl::max_estimate * 2.0};
     for (const bcl::lookahead_policy policy : both_policies)
         for (const double bad : bad_costs) {
             bcl::options opt{.batch_size = 4, .lookahead = 3, .seed = 5};
@@ -103,15 +99,11 @@ TEST_CASE("A push that fails for a bad cost changes nothing, even when the buffe
             for (std::size_t i = capacity; i < costs.size(); ++i) {
                 with_error.push(rec{i, costs[i]});
                 reference.push(rec{i, costs[i]});
-                while (auto batch = with_error.pop())
-                    got.push_back(ids_of(*batch));
-                while (auto batch = reference.pop())
-                    want.push_back(ids_of(*batch));
+                while (auto batch = with_error.pop()) got.push_back(ids_of(*batch));
+                while (auto batch = reference.pop()) want.push_back(ids_of(*batch));
             }
-            for (auto& batch : drain(with_error))
-                got.push_back(std::move(batch));
-            for (auto& batch : drain(reference))
-                want.push_back(std::move(batch));
+            for (auto& batch : drain(with_error)) got.push_back(std::move(batch));
+            for (auto& batch : drain(reference)) want.push_back(std::move(batch));
             CHECK(got == want);
         }
 }
@@ -135,9 +127,9 @@ TEST_CASE("Costs up to bcl::max_estimate are balanced without overflow; a larger
         bcl::balancer<rec, cost_of> b{cost_of{}, opt};
         b.push(rec{0, 1.0});
         const double huge = std::numeric_limits<double>::max();
-        REQUIRE_THROWS_WITH(b.push(rec{1, huge}),
-                            Catch::Contains("record 1") && Catch::Contains("1.7976931348623157e+308") &&
-                                Catch::Contains("max_estimate"));
+        REQUIRE_THROWS_WITH(b.push(rec{1, huge}), Catch::Contains("record 1") &&
+                                                      Catch::Contains("1.7976931348623157e+308") &&
+                                                      Catch::Contains("max_estimate"));
         REQUIRE(b.buffered() == 1);
     }
 }
@@ -154,10 +146,8 @@ TEST_CASE("A state whose costs reach bcl::max_estimate saves, restores and conti
     for (std::size_t i = 0; i < 50; ++i) {
         first.push(rec{i, costs[i]});
         reference.push(rec{i, costs[i]});
-        while (auto batch = first.pop())
-            got.push_back(ids_of(*batch));
-        while (auto batch = reference.pop())
-            want.push_back(ids_of(*batch));
+        while (auto batch = first.pop()) got.push_back(ids_of(*batch));
+        while (auto batch = reference.pop()) want.push_back(ids_of(*batch));
     }
     auto st = first.save();
     st = balancer_t::state::from_bytes(st.to_bytes(), std::move(st.pending));
@@ -165,15 +155,11 @@ TEST_CASE("A state whose costs reach bcl::max_estimate saves, restores and conti
     for (std::size_t i = 50; i < costs.size(); ++i) {
         second.push(rec{i, costs[i]});
         reference.push(rec{i, costs[i]});
-        while (auto batch = second.pop())
-            got.push_back(ids_of(*batch));
-        while (auto batch = reference.pop())
-            want.push_back(ids_of(*batch));
+        while (auto batch = second.pop()) got.push_back(ids_of(*batch));
+        while (auto batch = reference.pop()) want.push_back(ids_of(*batch));
     }
-    for (auto& batch : drain(second))
-        got.push_back(std::move(batch));
-    for (auto& batch : drain(reference))
-        want.push_back(std::move(batch));
+    for (auto& batch : drain(second)) got.push_back(std::move(batch));
+    for (auto& batch : drain(reference)) want.push_back(std::move(batch));
     CHECK(got == want);
 }
 
@@ -190,8 +176,7 @@ TEST_CASE("A partitioner that returns wrong pack sizes is an error that leaves t
         std::size_t popped = 0;
         for (std::size_t i = 0; i < n; ++i) {
             b.push(rec{i, costs[i]});
-            while (auto batch = b.pop())
-                popped += batch->size();
+            while (auto batch = b.pop()) popped += batch->size();
         }
         b.finish();
         bool failed = false;
@@ -235,8 +220,7 @@ TEST_CASE("After a failed round inside bcl::balance the iterator is at its end a
         auto it = batches.begin();
         try {
             for (; it != batches.end(); ++it)
-                for (const std::uint64_t id : ids_of(*it))
-                    seen.push_back(id);
+                for (const std::uint64_t id : ids_of(*it)) seen.push_back(id);
         } catch (const bcl::error& e) {
             CHECK_THAT(e.what(), Catch::Contains("the partitioner put item 0 in pack"));
             failed = true;

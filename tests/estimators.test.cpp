@@ -5,7 +5,9 @@
 #include <bcl/cost_estimator.hpp>
 #include <bcl/error.hpp>
 #include <bcl/estimators.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -140,9 +142,9 @@ TEST_CASE("The stock estimators drive a balancer: the batch cost is the sum of t
     // Four samples of 1, 2, 3, 4 tokens with cost 1 + L^2: 2, 5, 10, 17; one window of K=1 batch
     // of B=4, so the single batch costs 2 + 5 + 10 + 17 = 34.
     bcl::balancer<sample, bcl::affine_quadratic_cost<std::size_t sample::*>> b{
-        bcl::affine_quadratic(1.0, 0.0, 1.0, &sample::tokens), {.batch_size = 4, .lookahead = 1, .policy = bcl::lookahead_policy::tumbling}};
-    for (std::size_t l = 1; l <= 4; ++l)
-        b.push(sample{.tokens = l});
+        bcl::affine_quadratic(1.0, 0.0, 1.0, &sample::tokens),
+        {.batch_size = 4, .lookahead = 1, .policy = bcl::lookahead_policy::tumbling}};
+    for (std::size_t l = 1; l <= 4; ++l) b.push(sample{.tokens = l});
     auto batch = b.pop();
     REQUIRE(batch);
     CHECK(batch->size() == 4);

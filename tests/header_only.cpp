@@ -2,4 +2,6 @@
 // stand on its own, with no fmt, Catch2 or other third-party dependency.
 #include <bcl/bcl.hpp>
 
-int main() { return 0; }
+int main() {
+    return 0;
+}

@@ -6,12 +6,14 @@
 #include "support/brute_force.hpp"
 #include "support/distributions.hpp"
 
-#include <algorithm>
 #include <bcl/detail/memory_repair.hpp>
 #include <bcl/partition/lower_bound.hpp>
 #include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -28,8 +30,7 @@ namespace {
 std::vector<double> pack_memories(const std::vector<double>& memory,
                                   const std::vector<std::uint32_t>& pack_of, std::size_t packs) {
     std::vector<double> sums(packs, 0.0);
-    for (std::size_t i = 0; i < memory.size(); ++i)
-        sums[pack_of[i]] += memory[i];
+    for (std::size_t i = 0; i < memory.size(); ++i) sums[pack_of[i]] += memory[i];
     return sums;
 }
 
@@ -49,16 +50,14 @@ std::vector<std::uint32_t> balanced_by_cost(const std::vector<double>& costs, st
 /// Packs of B in arrival order: a valid partition that balances nothing.
 std::vector<std::uint32_t> in_arrival_order(std::size_t n, std::size_t pack_size) {
     std::vector<std::uint32_t> pack_of(n);
-    for (std::size_t i = 0; i < n; ++i)
-        pack_of[i] = static_cast<std::uint32_t>(i / pack_size);
+    for (std::size_t i = 0; i < n; ++i) pack_of[i] = static_cast<std::uint32_t>(i / pack_size);
     return pack_of;
 }
 
 /// Token lengths round(exp(N(6, 1))), at least 1, as the benchmark draws them.
 std::vector<double> token_lengths(std::size_t n, std::uint64_t seed) {
     std::vector<double> lengths = lognormal_costs(n, seed);
-    for (double& l : lengths)
-        l = std::max(1.0, std::round(l));
+    for (double& l : lengths) l = std::max(1.0, std::round(l));
     return lengths;
 }
 
@@ -72,8 +71,7 @@ std::vector<double> token_costs(const std::vector<double>& lengths) {
 
 double total(const std::vector<double>& values) {
     double sum = 0.0;
-    for (const double v : values)
-        sum += v;
+    for (const double v : values) sum += v;
     return sum;
 }
 
@@ -87,8 +85,7 @@ double repair_and_check(bcl::detail::memory_repair& repair, const std::vector<do
     REQUIRE(check_fill(pack_of, window_capacities(costs.size(), packs, pack_size)) == "");
     const double recomputed = largest(pack_memories(memory, pack_of, packs));
     REQUIRE(result == Approx(recomputed).epsilon(1e-12).margin(1e-300));
-    if (result <= budget)
-        REQUIRE(recomputed <= budget);
+    if (result <= budget) REQUIRE(recomputed <= budget);
     return result;
 }
 
@@ -266,8 +263,7 @@ TEST_CASE("Among the fixes, the repair keeps the cost balance: a round with a fi
     const double result = repair_and_check(repair, costs, memory, 3, 2, pack_of, 15.0);
     REQUIRE(result <= 15.0);
     std::vector<double> pack_cost(3, 0.0);
-    for (std::size_t i = 0; i < costs.size(); ++i)
-        pack_cost[pack_of[i]] += costs[i];
+    for (std::size_t i = 0; i < costs.size(); ++i) pack_cost[pack_of[i]] += costs[i];
     REQUIRE(largest(pack_cost) == 20.0);
 }
 
@@ -297,8 +293,8 @@ TEST_CASE("Large rounds of token lengths fit a budget 5% above the mean batch me
           "[memory-repair]") {
     // B = 64, K = 512: 32768 lognormal token lengths, memory = length. The budget is 1.05x the
     // mean pack memory, so a split fits (the memory-first split is within a fraction of a
-    // percent of the mean). Kept: the heaviest pack cost within 1% of bcl::detail::pack_lower_bound,
-    // which no split of the costs can beat.
+    // percent of the mean). Kept: the heaviest pack cost within 1% of
+    // bcl::detail::pack_lower_bound, which no split of the costs can beat.
     const std::size_t packs = 512;
     const std::size_t pack_size = 64;
     const std::size_t n = packs * pack_size;
@@ -315,8 +311,7 @@ TEST_CASE("Large rounds of token lengths fit a budget 5% above the mean batch me
             repair_and_check(repair, costs, lengths, packs, pack_size, pack_of, budget);
         REQUIRE(result <= budget);
         std::vector<double> pack_cost(packs, 0.0);
-        for (std::size_t i = 0; i < n; ++i)
-            pack_cost[pack_of[i]] += costs[i];
+        for (std::size_t i = 0; i < n; ++i) pack_cost[pack_of[i]] += costs[i];
         const double bound = bcl::detail::pack_lower_bound(costs, {packs, pack_size});
         REQUIRE(largest(pack_cost) <= 1.01 * bound);
     }

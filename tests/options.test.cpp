@@ -10,7 +10,9 @@
 #include <bcl/detail/snapshot_check.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -123,12 +125,10 @@ std::vector<bcl::options> bases() {
 bool should_matter(const std::string& name, const bcl::options& o) {
     if (name == "buffer_windows" || name == "max_age")
         return o.policy == bcl::lookahead_policy::sliding;
-    if (name == "cap.value")
-        return o.cap.kind == bcl::cap_kind::fixed;
+    if (name == "cap.value") return o.cap.kind == bcl::cap_kind::fixed;
     if (name == "cap.quantile" || name == "cap.warmup")
         return o.cap.kind == bcl::cap_kind::quantile;
-    if (name == "cap.action")
-        return o.cap.kind != bcl::cap_kind::none;
+    if (name == "cap.action") return o.cap.kind != bcl::cap_kind::none;
     return true;
 }
 
@@ -137,8 +137,7 @@ std::string first_difference(const bcl::options& a, const bcl::options& b,
                              const std::string& except = "") {
     std::string found;
     bcl::detail::visit_option_fields([&](const char* name, auto field, auto) {
-        if (found.empty() && name != except && !(field(a) == field(b)))
-            found = name;
+        if (found.empty() && name != except && !(field(a) == field(b))) found = name;
     });
     return found;
 }
@@ -152,8 +151,7 @@ TEST_CASE("visit_option_fields lists every field of bcl::options once, by its ow
     constexpr std::size_t fields = field_count<bcl::options>();
     constexpr std::size_t cap_fields = field_count<bcl::cap_options>();
     std::size_t listed_cap = 0;
-    for (const std::string& n : names)
-        listed_cap += n.rfind("cap.", 0) == 0 ? 1 : 0;
+    for (const std::string& n : names) listed_cap += n.rfind("cap.", 0) == 0 ? 1 : 0;
     CHECK(listed_cap == cap_fields);
     CHECK(names.size() - listed_cap == fields - 1);
     CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());

@@ -7,7 +7,9 @@
 #include <bcl/detail/outlier_cap.hpp>
 #include <bcl/detail/quantile_sketch.hpp>
 #include <bcl/options.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -41,13 +43,10 @@ struct expected_cap {
 
     double next() {
         const std::uint64_t seen = values.count();
-        if (seen < warmup)
-            return HUGE_VAL;
+        if (seen < warmup) return HUGE_VAL;
         bool read_now = false;
-        for (std::uint64_t at = warmup; at <= seen; at += 64)
-            read_now = read_now || at == seen;
-        if (read_now)
-            held = values.quantile(q);
+        for (std::uint64_t at = warmup; at <= seen; at += 64) read_now = read_now || at == seen;
+        if (read_now) held = values.quantile(q);
         return held;
     }
 };
@@ -91,10 +90,8 @@ TEST_CASE("A quantile cap is +infinity during warm-up, then the quantile read at
                 const double got = cap.current();
                 INFO("record " << i);
                 REQUIRE(got == want);
-                if (i < warmup)
-                    REQUIRE(got == HUGE_VAL);
-                if (got != previous)
-                    ++reads_seen;
+                if (i < warmup) REQUIRE(got == HUGE_VAL);
+                if (got != previous) ++reads_seen;
                 previous = got;
                 cap.add(rising(i), got);
                 expected.values.add(rising(i));
@@ -136,14 +133,12 @@ TEST_CASE("A quantile cap's default warm-up is ceil(10 / (1 - quantile)) records
 TEST_CASE("Reading a quantile cap changes nothing: only add() moves it", "[outlier-cap]") {
     outlier_cap cap(quantile_cap(0.5, 20));
     // Reading during the warm-up, however often, does not end it.
-    for (int i = 0; i < 100; ++i)
-        CHECK(cap.current() == HUGE_VAL);
+    for (int i = 0; i < 100; ++i) CHECK(cap.current() == HUGE_VAL);
     std::uint64_t added = 0;
     for (std::size_t i = 0; i < 20 + 3 * (64 + 10); ++i) {
         const double before = cap.current();
         const auto buckets = cap.sketch().buckets();
-        for (int again = 0; again < 3; ++again)
-            REQUIRE(cap.current() == before);
+        for (int again = 0; again < 3; ++again) REQUIRE(cap.current() == before);
         REQUIRE(cap.sketch().buckets() == buckets);
         REQUIRE(cap.sketch().count() == added);
         // Every third record is "rejected" after its cap was read: it is not added, and the next
@@ -164,16 +159,14 @@ TEST_CASE("A quantile cap restored from another's sketch and last reading contin
     std::mt19937_64 gen(7);
     std::lognormal_distribution<double> draw(2.0, 1.0);
     std::vector<double> values(30 + 8 * 64);
-    for (double& v : values)
-        v = draw(gen);
+    for (double& v : values) v = draw(gen);
 
     // Save points: during the warm-up, at its end, on a reading, and between readings.
     for (const std::size_t saved_at :
          {std::size_t{5}, std::size_t{30}, std::size_t{94}, std::size_t{100}, std::size_t{200}}) {
         INFO("saved after " << saved_at << " records");
         outlier_cap original(options);
-        for (std::size_t i = 0; i < saved_at; ++i)
-            original.add(values[i], original.current());
+        for (std::size_t i = 0; i < saved_at; ++i) original.add(values[i], original.current());
         outlier_cap restored(options);
         restored.restore(original.sketch(), original.last());
         for (std::size_t i = saved_at; i < values.size(); ++i) {

@@ -4,12 +4,14 @@
 // its pack loads), and under a memory budget repairs a split that is over it so that every pack
 // fits, or throws the "could not be split" error, which says when no split can fit at all.
 
-#include <algorithm>
 #include <bcl/detail/partition_step.hpp>
 #include <bcl/error.hpp>
 #include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +31,7 @@ struct default_partitioner {
     bcl::partition_summary operator()(std::span<const double> costs, bcl::pack_shape shape,
                                       std::span<std::uint32_t> pack_of) {
         bcl::partition_summary s = inner(costs, shape, pack_of);
-        if (!report_loads)
-            s.pack_loads = {};
+        if (!report_loads) s.pack_loads = {};
         return s;
     }
 };
@@ -46,8 +47,7 @@ struct misplacing {
                                       std::span<std::uint32_t> pack_of) {
         for (std::size_t i = 0; i < costs.size(); ++i)
             pack_of[i] = static_cast<std::uint32_t>(i / shape.pack_size);
-        if (calls++ % 2 == 0)
-            pack_of[item] = pack;
+        if (calls++ % 2 == 0) pack_of[item] = pack;
         return {};
     }
 };
@@ -65,8 +65,7 @@ struct dealing {
 std::vector<double> sums(std::span<const double> values, std::span<const std::uint32_t> pack_of,
                          std::size_t packs) {
     std::vector<double> total(packs, 0.0);
-    for (std::size_t i = 0; i < values.size(); ++i)
-        total[pack_of[i]] += values[i];
+    for (std::size_t i = 0; i < values.size(); ++i) total[pack_of[i]] += values[i];
     return total;
 }
 
@@ -79,8 +78,7 @@ std::vector<double> whole_numbers(std::size_t n, std::uint64_t seed, int high) {
     std::mt19937_64 gen(seed);
     std::uniform_int_distribution<int> draw(1, high);
     std::vector<double> v(n);
-    for (double& x : v)
-        x = draw(gen);
+    for (double& x : v) x = draw(gen);
     return v;
 }
 
@@ -91,8 +89,7 @@ double best_fit(const std::vector<double>& memory, bcl::pack_shape shape) {
     double best = HUGE_VAL;
     for (;;) {
         std::vector<std::size_t> count(shape.packs, 0);
-        for (const std::uint32_t p : pack_of)
-            ++count[p];
+        for (const std::uint32_t p : pack_of) ++count[p];
         bool sized = true;
         for (std::size_t p = 0; p < shape.packs; ++p)
             sized = sized && count[p] == shape.capacity(p, n);
@@ -101,10 +98,8 @@ double best_fit(const std::vector<double>& memory, bcl::pack_shape shape) {
             best = std::min(best, *std::max_element(m.begin(), m.end()));
         }
         std::size_t i = 0; // next assignment, as a number in base `packs`
-        while (i < n && pack_of[i] + 1 == shape.packs)
-            pack_of[i++] = 0;
-        if (i == n)
-            return best;
+        while (i < n && pack_of[i] + 1 == shape.packs) pack_of[i++] = 0;
+        if (i == n) return best;
         ++pack_of[i];
     }
 }
@@ -176,8 +171,7 @@ TEST_CASE("Each pack's cost and memory are the sums of its items, whether or not
                 REQUIRE(p < shape.packs);
                 ++count[p];
             }
-            for (std::size_t p = 0; p < shape.packs; ++p)
-                REQUIRE(count[p] == shape.capacity(p, n));
+            for (std::size_t p = 0; p < shape.packs; ++p) REQUIRE(count[p] == shape.capacity(p, n));
             REQUIRE(to_vector(step.pack_cost()) == sums(costs, step.pack_of(), shape.packs));
             REQUIRE(to_vector(step.pack_memory()) == sums(memory, step.pack_of(), shape.packs));
             const std::vector<double> loads = sums(costs, step.pack_of(), shape.packs);
@@ -209,18 +203,14 @@ TEST_CASE("Over a memory budget the step repairs the split so that every pack fi
         std::vector<std::uint32_t> plain(n);
         bcl::lpt_swap_partitioner{}(costs, shape, plain);
         const std::vector<double> plain_memory = sums(memory, plain, shape.packs);
-        if (*std::max_element(plain_memory.begin(), plain_memory.end()) > budget)
-            ++repaired;
+        if (*std::max_element(plain_memory.begin(), plain_memory.end()) > budget) ++repaired;
 
         const bcl::partition_summary summary = step.run(costs, memory, shape, budget, trial);
         std::vector<std::size_t> count(shape.packs, 0);
-        for (const std::uint32_t p : step.pack_of())
-            ++count[p];
-        for (std::size_t p = 0; p < shape.packs; ++p)
-            REQUIRE(count[p] == shape.capacity(p, n));
+        for (const std::uint32_t p : step.pack_of()) ++count[p];
+        for (std::size_t p = 0; p < shape.packs; ++p) REQUIRE(count[p] == shape.capacity(p, n));
         const std::vector<double> packed = sums(memory, step.pack_of(), shape.packs);
-        for (const double m : packed)
-            REQUIRE(m <= budget);
+        for (const double m : packed) REQUIRE(m <= budget);
         REQUIRE(to_vector(step.pack_memory()) == packed);
         const std::vector<double> loads = sums(costs, step.pack_of(), shape.packs);
         REQUIRE(to_vector(step.pack_cost()) == loads);
@@ -236,8 +226,7 @@ TEST_CASE("A larger round over budget is repaired when a memory-balanced split f
     // packs over it.
     const std::vector<double> memory = whole_numbers(64, 17, 100);
     std::vector<double> costs(memory.size());
-    for (std::size_t i = 0; i < memory.size(); ++i)
-        costs[i] = memory[i] * memory[i] * memory[i];
+    for (std::size_t i = 0; i < memory.size(); ++i) costs[i] = memory[i] * memory[i] * memory[i];
     const bcl::pack_shape shape{8, 8};
     std::vector<std::uint32_t> by_memory(memory.size());
     bcl::lpt_swap_partitioner{}(memory, shape, by_memory);
@@ -250,8 +239,7 @@ TEST_CASE("A larger round over budget is repaired when a memory-balanced split f
 
     bcl::detail::partition_step<bcl::lpt_swap_partitioner, true> step(bcl::lpt_swap_partitioner{});
     step.run(costs, memory, shape, budget, 0);
-    for (const double m : sums(memory, step.pack_of(), shape.packs))
-        CHECK(m <= budget);
+    for (const double m : sums(memory, step.pack_of(), shape.packs)) CHECK(m <= budget);
     CHECK(to_vector(step.pack_cost()) == sums(costs, step.pack_of(), shape.packs));
 }
 
@@ -286,8 +274,7 @@ TEST_CASE("A round no split fits is an error exactly when enumeration finds no s
         const std::vector<double> costs = whole_numbers(9, 700 + trial, 50);
         const double best = best_fit(memory, shape);
         double total = 0.0;
-        for (const double m : memory)
-            total += m;
+        for (const double m : memory) total += m;
         INFO("trial " << trial << ", best split " << best);
         CHECK_NOTHROW(step.run(costs, memory, shape, best, trial));
         const double budget = best - 0.5;

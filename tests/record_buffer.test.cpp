@@ -6,7 +6,9 @@
 
 #include <bcl/detail/record_buffer.hpp>
 #include <bcl/detail/record_estimator.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,8 +53,7 @@ std::vector<int> ids_checked(const Buffer& b, bool tracks_memory = true) {
         const auto id = static_cast<std::size_t>(*b.records()[slot]);
         REQUIRE(b.costs()[slot] == cost_of(id));
         REQUIRE(b.arrivals()[slot] == arrival_of(id));
-        if (tracks_memory)
-            REQUIRE(b.memory()[slot] == memory_of(id));
+        if (tracks_memory) REQUIRE(b.memory()[slot] == memory_of(id));
         ids.push_back(static_cast<int>(id));
     }
     return ids;
@@ -60,8 +61,7 @@ std::vector<int> ids_checked(const Buffer& b, bool tracks_memory = true) {
 
 std::vector<int> up_to(int n) {
     std::vector<int> ids;
-    for (int i = 0; i < n; ++i)
-        ids.push_back(i);
+    for (int i = 0; i < n; ++i) ids.push_back(i);
     return ids;
 }
 
@@ -100,7 +100,7 @@ TEST_CASE("gather lists the chosen slots in slot order with their costs and memo
           "drops exactly those, keeping arrival order",
           "[record-buffer]") {
     std::mt19937_64 gen(11);
-    for (int trial = 0; trial < 200; ++trial) {
+    for (std::size_t trial = 0; trial < 200; ++trial) {
         const std::size_t n = 1 + trial % 23;
         // Which slots are chosen: none, all, the oldest, the newest, or a random subset.
         std::vector<std::uint8_t> pick(n, 0);
@@ -117,8 +117,7 @@ TEST_CASE("gather lists the chosen slots in slot order with their costs and memo
             pick[n - 1] = 1;
             break;
         default:
-            for (auto& p : pick)
-                p = static_cast<std::uint8_t>(gen() % 2);
+            for (auto& p : pick) p = static_cast<std::uint8_t>(gen() % 2);
         }
         INFO("trial " << trial << ", " << n << " records");
 
@@ -185,12 +184,10 @@ TEST_CASE("Rounds of gather and compact leave every record once, in arrival orde
         for (std::size_t i = 0; i < chosen.size(); ++i) {
             chosen[i] = take < 8 && gen() % 2 == 0 ? 1 : 0;
             take += chosen[i];
-            if (!chosen[i])
-                left.push_back(expected[i]);
+            if (!chosen[i]) left.push_back(expected[i]);
         }
         b.gather(take);
-        for (const std::uint32_t slot : b.round_slots())
-            b.records()[slot].reset();
+        for (const std::uint32_t slot : b.round_slots()) b.records()[slot].reset();
         b.compact();
         expected = left;
         REQUIRE(ids_checked(b) == expected);
@@ -214,11 +211,9 @@ TEST_CASE("assign replaces the contents with the given records, costs, memory an
     // A state's pending records hold the waiting batches first: the buffer's come after them.
     std::vector<record> pending;
     pending.push_back(std::make_unique<int>(-1));
-    for (record& r : saved)
-        pending.push_back(std::move(r));
+    for (record& r : saved) pending.push_back(std::move(r));
     b.assign(pending.begin() + 1, costs, memory, arrivals);
     CHECK(ids_checked(b) == std::vector<int>{7, 9, 12});
     CHECK(*pending[0] == -1);
-    for (std::size_t i = 1; i < pending.size(); ++i)
-        CHECK(pending[i] == nullptr); // moved from
+    for (std::size_t i = 1; i < pending.size(); ++i) CHECK(pending[i] == nullptr); // moved from
 }

@@ -5,14 +5,16 @@
 // over the budget is an error naming it; options the estimator cannot serve are an error at
 // construction.
 
-#include <algorithm>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/outlier_cap.hpp>
 #include <bcl/detail/record_estimator.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/record_model.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>

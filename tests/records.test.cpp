@@ -4,15 +4,17 @@
 
 #include "support/distributions.hpp"
 
-#include <algorithm>
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/core.h>
 #include <memory>
 #include <ranges>
 #include <span>
@@ -49,15 +51,13 @@ void take(std::span<move_only> batch, std::vector<std::uint64_t>& out,
           std::vector<move_only>* keep = nullptr) {
     for (move_only& r : batch) {
         out.push_back(*r.payload);
-        if (keep)
-            keep->push_back(std::move(r));
+        if (keep) keep->push_back(std::move(r));
     }
 }
 
 std::vector<std::uint64_t> iota_ids(std::size_t n) {
     std::vector<std::uint64_t> ids(n);
-    for (std::size_t i = 0; i < n; ++i)
-        ids[i] = i;
+    for (std::size_t i = 0; i < n; ++i) ids[i] = i;
     return ids;
 }
 
@@ -122,8 +122,7 @@ constexpr std::uint64_t failing_id = 36; // the 37th record
 /// on the record alone, as an estimator should.
 struct throwing_cost {
     double operator()(const move_only& r) const {
-        if (r.id == failing_id)
-            throw estimator_failure{r.id};
+        if (r.id == failing_id) throw estimator_failure{r.id};
         return r.cost;
     }
 };
@@ -141,16 +140,13 @@ TEST_CASE("Move-only records go through bcl::balancer, each exactly once", "[rec
     std::vector<move_only> kept;
     for (std::size_t i = 0; i < n; ++i) {
         bal.push(make_move_only(i, costs[i]));
-        while (auto batch = bal.pop())
-            take(*batch, out, &kept);
+        while (auto batch = bal.pop()) take(*batch, out, &kept);
     }
     bal.finish();
-    while (auto batch = bal.pop())
-        take(*batch, out, &kept);
+    while (auto batch = bal.pop()) take(*batch, out, &kept);
     CHECK(sorted(out) == iota_ids(n));
     // The records the trainer kept are whole: each still owns its payload.
-    for (const move_only& r : kept)
-        REQUIRE((r.payload && *r.payload == r.id));
+    for (const move_only& r : kept) REQUIRE((r.payload && *r.payload == r.id));
 }
 
 TEST_CASE("Move-only records go through bcl::balance, from an owned vector or a view that makes "
@@ -163,27 +159,22 @@ TEST_CASE("Move-only records go through bcl::balance, from an owned vector or a 
 
     SECTION("an owned vector, moved in") {
         std::vector<move_only> source;
-        for (std::size_t i = 0; i < n; ++i)
-            source.push_back(make_move_only(i, costs[i]));
+        for (std::size_t i = 0; i < n; ++i) source.push_back(make_move_only(i, costs[i]));
         for (auto&& batch : bcl::balance(std::move(source), move_only_cost{}, opt))
             take(batch, out);
     }
     SECTION("an lvalue vector, its records moved out in place") {
         std::vector<move_only> source;
-        for (std::size_t i = 0; i < n; ++i)
-            source.push_back(make_move_only(i, costs[i]));
-        for (auto&& batch : bcl::balance(source, move_only_cost{}, opt))
-            take(batch, out);
-        for (const move_only& r : source)
-            CHECK(r.payload == nullptr);
+        for (std::size_t i = 0; i < n; ++i) source.push_back(make_move_only(i, costs[i]));
+        for (auto&& batch : bcl::balance(source, move_only_cost{}, opt)) take(batch, out);
+        for (const move_only& r : source) CHECK(r.payload == nullptr);
     }
     SECTION("a transform view producing prvalues") {
         auto made = std::views::iota(std::uint64_t{0}, std::uint64_t{n}) |
                     std::views::transform([&costs](std::uint64_t i) {
                         return make_move_only(i, costs[static_cast<std::size_t>(i)]);
                     });
-        for (auto&& batch : bcl::balance(std::move(made), move_only_cost{}, opt))
-            take(batch, out);
+        for (auto&& batch : bcl::balance(std::move(made), move_only_cost{}, opt)) take(batch, out);
     }
     CHECK(sorted(out) == iota_ids(n));
 }
@@ -213,23 +204,19 @@ TEST_CASE("A record pushed as an rvalue is never copied; it is moved once in, on
         g_counts = {};
         for (std::size_t i = 0; i < n; ++i) {
             bal.push(counted{i, costs[i]}); // hops 0 when made
-            while (auto batch = bal.pop())
-                look(*batch);
+            while (auto batch = bal.pop()) look(*batch);
         }
         bal.finish();
-        while (auto batch = bal.pop())
-            look(*batch);
+        while (auto batch = bal.pop()) look(*batch);
         CHECK(g_counts.copies == 0);
         CHECK(g_counts.moves <= max_moves);
     }
     SECTION("bcl::balance over a vector moved in") {
         std::vector<counted> source;
         source.reserve(n); // no reallocation: every record starts at hops 0
-        for (std::size_t i = 0; i < n; ++i)
-            source.emplace_back(i, costs[i]);
+        for (std::size_t i = 0; i < n; ++i) source.emplace_back(i, costs[i]);
         g_counts = {};
-        for (auto&& batch : bcl::balance(std::move(source), counted_cost{}, opt))
-            look(batch);
+        for (auto&& batch : bcl::balance(std::move(source), counted_cost{}, opt)) look(batch);
         CHECK(g_counts.copies == 0);
         CHECK(g_counts.moves <= max_moves);
     }
@@ -239,8 +226,7 @@ TEST_CASE("A record pushed as an rvalue is never copied; it is moved once in, on
                     std::views::transform([&costs](std::uint64_t i) {
                         return counted{i, costs[static_cast<std::size_t>(i)]};
                     });
-        for (auto&& batch : bcl::balance(std::move(made), counted_cost{}, opt))
-            look(batch);
+        for (auto&& batch : bcl::balance(std::move(made), counted_cost{}, opt)) look(batch);
         CHECK(g_counts.copies == 0);
         CHECK(g_counts.moves <= max_moves);
     }
@@ -254,24 +240,20 @@ TEST_CASE("A record pushed as an lvalue is copied exactly once and the caller ke
     bcl::balancer<counted, counted_cost> bal{counted_cost{}, {.batch_size = 3, .lookahead = 4}};
     std::vector<counted> mine;
     mine.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
-        mine.emplace_back(i, static_cast<double>(i % 7));
+    for (std::size_t i = 0; i < n; ++i) mine.emplace_back(i, static_cast<double>(i % 7));
     g_counts = {};
     std::vector<std::uint64_t> out;
     for (const counted& r : mine) {
         bal.push(r);
         while (auto batch = bal.pop())
-            for (const counted& x : *batch)
-                out.push_back(x.id);
+            for (const counted& x : *batch) out.push_back(x.id);
     }
     bal.finish();
     while (auto batch = bal.pop())
-        for (const counted& x : *batch)
-            out.push_back(x.id);
+        for (const counted& x : *batch) out.push_back(x.id);
     CHECK(g_counts.copies == n);
     CHECK(sorted(out) == iota_ids(n));
-    for (std::size_t i = 0; i < n; ++i)
-        CHECK(mine[i].id == i);
+    for (std::size_t i = 0; i < n; ++i) CHECK(mine[i].id == i);
 }
 
 TEST_CASE("An exception from the estimator propagates unchanged, the record stays with the caller, "
@@ -289,13 +271,11 @@ TEST_CASE("An exception from the estimator propagates unchanged, the record stay
     std::vector<std::uint64_t> out;
     for (std::uint64_t i = 0; i < failing_id; ++i) {
         if (lazy) {
-            while (!bal.can_push())
-                take(*bal.pop(), out);
+            while (!bal.can_push()) take(*bal.pop(), out);
             bal.push(make_move_only(i, costs[i]));
         } else {
             bal.push(make_move_only(i, costs[i]));
-            while (auto batch = bal.pop())
-                take(*batch, out);
+            while (auto batch = bal.pop()) take(*batch, out);
         }
     }
     move_only failing = make_move_only(failing_id, costs[failing_id]);
@@ -311,8 +291,7 @@ TEST_CASE("An exception from the estimator propagates unchanged, the record stay
     CHECK(bal.buffered() == failing_id - out.size());
 
     bal.finish();
-    while (auto batch = bal.pop())
-        take(*batch, out);
+    while (auto batch = bal.pop()) take(*batch, out);
     CHECK(sorted(out) == iota_ids(failing_id));
 }
 
@@ -322,15 +301,13 @@ TEST_CASE("An exception from the estimator inside bcl::balance over an lvalue ve
     const std::size_t n = 100;
     const cost_list costs = lognormal_costs(n, 9);
     std::vector<move_only> source;
-    for (std::size_t i = 0; i < n; ++i)
-        source.push_back(make_move_only(i, costs[i]));
+    for (std::size_t i = 0; i < n; ++i) source.push_back(make_move_only(i, costs[i]));
 
     auto view = bcl::balance(source, throwing_cost{}, {.batch_size = 4, .lookahead = 4});
     std::vector<std::uint64_t> out;
     bool caught_unchanged = false;
     try {
-        for (auto&& batch : view)
-            take(batch, out);
+        for (auto&& batch : view) take(batch, out);
     } catch (const estimator_failure& e) {
         caught_unchanged = e.id == failing_id;
     }
@@ -343,8 +320,7 @@ TEST_CASE("An exception from the estimator inside bcl::balance over an lvalue ve
     CHECK(view.balancer().stats().records_in == failing_id);
 
     view.balancer().finish();
-    while (auto batch = view.balancer().pop())
-        take(*batch, out);
+    while (auto batch = view.balancer().pop()) take(*batch, out);
     CHECK(sorted(out) == iota_ids(failing_id));
 }
 
@@ -358,8 +334,7 @@ TEST_CASE("An exception from the upstream range propagates unchanged and every r
     const bcl::options opt{.batch_size = 4, .lookahead = 4};
     auto made = std::views::iota(std::uint64_t{0}, std::uint64_t{n}) |
                 std::views::transform([&costs](std::uint64_t i) {
-                    if (i == fails_at)
-                        throw upstream_failure{i};
+                    if (i == fails_at) throw upstream_failure{i};
                     return make_move_only(i, costs[static_cast<std::size_t>(i)]);
                 });
     auto view = bcl::balance(std::move(made), move_only_cost{}, opt);
@@ -367,8 +342,7 @@ TEST_CASE("An exception from the upstream range propagates unchanged and every r
     std::vector<std::uint64_t> out;
     bool caught_unchanged = false;
     try {
-        for (auto&& batch : view)
-            take(batch, out);
+        for (auto&& batch : view) take(batch, out);
     } catch (const upstream_failure& e) {
         caught_unchanged = e.id == fails_at;
     }
@@ -376,8 +350,7 @@ TEST_CASE("An exception from the upstream range propagates unchanged and every r
     CHECK(view.balancer().stats().records_in == fails_at);
 
     view.balancer().finish();
-    while (auto batch = view.balancer().pop())
-        take(*batch, out);
+    while (auto batch = view.balancer().pop()) take(*batch, out);
     CHECK(sorted(out) == iota_ids(fails_at));
 }
 
@@ -415,13 +388,11 @@ TEST_CASE("A record need only be nothrow movable: not copyable or default-constr
         for (std::size_t i = 0; i < n; ++i) {
             bal.push(minimal_record{i, costs[i]});
             while (auto batch = bal.pop())
-                for (const minimal_record& r : *batch)
-                    out.push_back(r.id);
+                for (const minimal_record& r : *batch) out.push_back(r.id);
         }
         bal.finish();
         while (auto batch = bal.pop())
-            for (const minimal_record& r : *batch)
-                out.push_back(r.id);
+            for (const minimal_record& r : *batch) out.push_back(r.id);
     }
     SECTION("through bcl::balance") {
         auto made = std::views::iota(std::uint64_t{0}, std::uint64_t{n}) |
@@ -429,8 +400,7 @@ TEST_CASE("A record need only be nothrow movable: not copyable or default-constr
                         return minimal_record{i, costs[static_cast<std::size_t>(i)]};
                     });
         for (auto&& batch : bcl::balance(std::move(made), minimal_cost{}, opt))
-            for (const minimal_record& r : batch)
-                out.push_back(r.id);
+            for (const minimal_record& r : batch) out.push_back(r.id);
     }
     CHECK(sorted(out) == iota_ids(n));
 }

@@ -1,13 +1,13 @@
 // Exact resume: a balancer saved at any point and restored, fed the rest of the input, emits
 // exactly the batches the uninterrupted balancer would have emitted.
 
+#include "support/contract_checks.hpp"
+#include "support/distributions.hpp"
+
 #include <bcl/balancer.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/record_model.hpp>
-
-#include "support/contract_checks.hpp"
-#include "support/distributions.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -27,7 +27,7 @@ namespace {
 using balancer_t = bcl::balancer<rec, cost_of>;
 
 struct interruption {
-    std::size_t save_after = 0;  // records pushed before saving (may be == n: during the drain)
+    std::size_t save_after = 0;     // records pushed before saving (may be == n: during the drain)
     std::size_t drained_before = 0; // during the drain: batches popped after finish() before saving
     bool through_bytes = true;
     bool move_state = false;
@@ -75,8 +75,9 @@ bcl::options with_policy(bcl::options opt, bool sliding) {
 
 } // namespace
 
-TEST_CASE("A restored balancer emits exactly the batches of the uninterrupted one, at any save point",
-          "[resume]") {
+TEST_CASE(
+    "A restored balancer emits exactly the batches of the uninterrupted one, at any save point",
+    "[resume]") {
     std::mt19937_64 gen(7);
     for (const bool sliding : {false, true})
         for (const bool drop_last : {false, true})
@@ -90,10 +91,10 @@ TEST_CASE("A restored balancer emits exactly the batches of the uninterrupted on
                     at.drained_before = static_cast<std::size_t>(gen() % (opt.lookahead + 2));
                     at.through_bytes = trial != 1;
                     at.move_state = trial == 2;
-                    INFO(s.describe() << (sliding ? " sliding" : " tumbling") << " saved after "
-                                      << at.save_after << " pushes, " << at.drained_before
-                                      << " drained, bytes " << at.through_bytes << ", moved "
-                                      << at.move_state);
+                    INFO(s.describe()
+                         << (sliding ? " sliding" : " tumbling") << " saved after " << at.save_after
+                         << " pushes, " << at.drained_before << " drained, bytes "
+                         << at.through_bytes << ", moved " << at.move_state);
                     REQUIRE(interrupted(costs, opt, at) == expected);
                 }
             }
@@ -119,7 +120,8 @@ TEST_CASE("save() does not disturb the balancer it is called on", "[resume]") {
 }
 
 TEST_CASE("Restoring with different options is an error naming the option", "[resume][errors]") {
-    const bcl::options opt{.batch_size = 4, .lookahead = 2, .seed = 1, .policy = bcl::lookahead_policy::tumbling};
+    const bcl::options opt{
+        .batch_size = 4, .lookahead = 2, .seed = 1, .policy = bcl::lookahead_policy::tumbling};
     balancer_t b{cost_of{}, opt};
     for (std::uint64_t i = 0; i < 5; ++i) b.push(rec{i, 1.0});
     const auto restore_with = [&](bcl::options other) { balancer_t{cost_of{}, other, b.save()}; };
@@ -164,13 +166,15 @@ TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined 
         for (std::size_t i = 0; i < costs.size(); ++i) {
             b.push(rec{i, costs[i]});
             if (i == 12) break;
-            while (b.pop()) {}
+            while (b.pop()) {
+            }
         }
         const balancer_t::state st = b.save();
         const std::string good = st.to_bytes();
         REQUIRE_NOTHROW(balancer_t::state::from_bytes(good, st.pending));
         for (std::size_t cut = 0; cut < good.size(); ++cut)
-            REQUIRE_THROWS_AS(balancer_t::state::from_bytes(good.substr(0, cut), st.pending), bcl::error);
+            REQUIRE_THROWS_AS(balancer_t::state::from_bytes(good.substr(0, cut), st.pending),
+                              bcl::error);
         for (int trial = 0; trial < 3000; ++trial) {
             std::string bad = good;
             const int flips = 1 + static_cast<int>(gen() % 4);
@@ -184,11 +188,13 @@ TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined 
             std::string bytes(static_cast<std::size_t>(gen() % 400), '\0');
             for (char& c : bytes) c = static_cast<char>(gen() & 0xff);
             if (trial % 2 == 1 && bytes.size() >= 16) {
-                // Keep the real header so the parser goes deeper, then re-seal with a good checksum.
+                // Keep the real header so the parser goes deeper, then re-seal with a good
+                // checksum.
                 bytes.replace(0, 16, good.substr(0, 16));
                 bytes.resize(bytes.size() - 8);
                 const std::uint64_t sum = bcl::detail::fnv1a(bytes);
-                for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<char>((sum >> (8 * k)) & 0xff));
+                for (int k = 0; k < 8; ++k)
+                    bytes.push_back(static_cast<char>((sum >> (8 * k)) & 0xff));
             }
             try {
                 (void)balancer_t::state::from_bytes(bytes, st.pending);
@@ -200,11 +206,12 @@ TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined 
 
 TEST_CASE("Resume is exact with a quantile cap, truncation, a memory budget and largest_first",
           "[resume][cap][budget]") {
-    const auto estimator = bcl::with_truncation(
-        bcl::with_memory(cost_of{}, [](const rec& r) { return r.cost; }),
-        [](rec& r, double cap) { r.cost = std::min(r.cost, cap); });
+    const auto estimator =
+        bcl::with_truncation(bcl::with_memory(cost_of{}, [](const rec& r) { return r.cost; }),
+                             [](rec& r, double cap) { r.cost = std::min(r.cost, cap); });
     using capped_balancer = bcl::balancer<rec, std::remove_const_t<decltype(estimator)>>;
-    const auto drive = [&](const cost_list& costs, const bcl::options& opt, std::size_t save_after) {
+    const auto drive = [&](const cost_list& costs, const bcl::options& opt,
+                           std::size_t save_after) {
         batch_ids out;
         auto b = std::make_unique<capped_balancer>(estimator, opt);
         for (std::size_t i = 0; i < costs.size(); ++i) {
@@ -227,12 +234,15 @@ TEST_CASE("Resume is exact with a quantile cap, truncation, a memory budget and 
             const cost_list costs = pareto_costs(3000, case_seed(seed));
             bcl::options opt{.batch_size = 8, .lookahead = 4, .seed = seed, .largest_first = true};
             if (sliding) opt.policy = bcl::lookahead_policy::sliding;
-            opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.98, .action = bcl::cap_action::truncate};
+            opt.cap = {.kind = bcl::cap_kind::quantile,
+                       .quantile = 0.98,
+                       .action = bcl::cap_action::truncate};
             opt.memory_budget = 1e9;
             const batch_ids expected = drive(costs, opt, costs.size() + 1);
             for (int trial = 0; trial < 4; ++trial) {
                 const std::size_t save_after = static_cast<std::size_t>(gen() % costs.size());
-                INFO("seed " << seed << (sliding ? " sliding" : " tumbling") << " saved after " << save_after);
+                INFO("seed " << seed << (sliding ? " sliding" : " tumbling") << " saved after "
+                             << save_after);
                 REQUIRE(drive(costs, opt, save_after) == expected);
             }
         }
@@ -246,8 +256,7 @@ bcl::detail::balancer_snapshot real_snapshot(const bcl::options& opt, std::size_
     balancer_t b{cost_of{}, opt};
     const cost_list costs = lognormal_costs(pushed, 21);
     for (std::size_t i = 0; i < pushed; ++i) {
-        while (!b.can_push())
-            (void)b.pop();
+        while (!b.can_push()) (void)b.pop();
         b.push(rec{i, costs[i]});
     }
     (void)b.pop();
@@ -255,7 +264,9 @@ bcl::detail::balancer_snapshot real_snapshot(const bcl::options& opt, std::size_
 }
 
 /// The bytes of `s`, with a valid checksum: only the consistency checks can catch what is wrong.
-std::string sealed(const bcl::detail::balancer_snapshot& s) { return bcl::detail::to_bytes(s); }
+std::string sealed(const bcl::detail::balancer_snapshot& s) {
+    return bcl::detail::to_bytes(s);
+}
 
 } // namespace
 
@@ -282,7 +293,8 @@ TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl:
              s.round = std::uint64_t{1} << 63;
              s.stats.windows = s.round;
          }},
-        {"windows that are not the rounds", [](bcl::detail::balancer_snapshot& s) { ++s.stats.windows; }},
+        {"windows that are not the rounds",
+         [](bcl::detail::balancer_snapshot& s) { ++s.stats.windows; }},
         {"records dropped before the input ended",
          [](bcl::detail::balancer_snapshot& s) {
              s.stats.records_dropped = 2;
@@ -323,7 +335,8 @@ TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl:
          [](bcl::detail::balancer_snapshot& s) { s.arrival_cost_total = HUGE_VAL; }},
         {"a NaN in the statistics",
          [](bcl::detail::balancer_snapshot& s) {
-             s.stats.batch_cost = bcl::detail::stats_access::make({s.stats.batch_cost.count(), NAN, 0, 0, 0});
+             s.stats.batch_cost =
+                 bcl::detail::stats_access::make({s.stats.batch_cost.count(), NAN, 0, 0, 0});
          }},
     };
     for (const corruption& c : corruptions) {
@@ -340,7 +353,8 @@ TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl:
     dropped.finished = false;
     dropped.stats.records_dropped = 1;
     dropped.stats.records_in += 1;
-    REQUIRE_THROWS_WITH(bcl::detail::snapshot_from_bytes(sealed(dropped)), Catch::Contains("dropped"));
+    REQUIRE_THROWS_WITH(bcl::detail::snapshot_from_bytes(sealed(dropped)),
+                        Catch::Contains("dropped"));
 }
 
 TEST_CASE("A state's size follows what the balancer holds, not its options: a one-record state "

@@ -10,7 +10,9 @@
 #include <bcl/detail/tumbling_rounds.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -143,8 +145,7 @@ TEST_CASE("A tumbling buffer after r rounds holds exactly the records pushed sin
             // After `round` rounds of `window` records each, the buffer's slot i holds arrival
             // round * window + i, and nothing else.
             std::vector<std::uint64_t> holds(window);
-            for (std::size_t i = 0; i < window; ++i)
-                holds[i] = round * window + i;
+            for (std::size_t i = 0; i < window; ++i) holds[i] = round * window + i;
             for (std::size_t slot = 0; slot < window; ++slot)
                 for (std::uint64_t arrival = 0; arrival < 6 * window; ++arrival) {
                     INFO("round " << round << " slot " << slot << " arrival " << arrival);
@@ -189,8 +190,7 @@ TEST_CASE("A sliding round takes exactly K*B records, among them every one whose
     std::mt19937_64 gen(3);
     std::lognormal_distribution<double> draw(0.0, 1.5);
     for (const shape& s : shapes) {
-        if (s.buffer_windows < 2)
-            continue; // a round then takes the whole buffer: no choice
+        if (s.buffer_windows < 2) continue; // a round then takes the whole buffer: no choice
         INFO("B=" << s.b << " K=" << s.k << " buffer_windows=" << s.buffer_windows
                   << " max_age=" << s.max_age);
         sliding_rounds policy = sliding_of(s);
@@ -221,8 +221,7 @@ TEST_CASE("A sliding round takes exactly K*B records, among them every one whose
             for (std::size_t p = 0; p < held; ++p) {
                 const std::uint64_t deadline = first[arrivals[p]] + s.max_age;
                 const std::uint64_t later = deadline > round ? (deadline - round) * window : 0;
-                if (p + 1 > later)
-                    due = std::max<std::size_t>(due, p + 1 - later);
+                if (p + 1 > later) due = std::max<std::size_t>(due, p + 1 - later);
             }
             due = std::min(due, window);
             std::size_t taken = 0;
@@ -230,11 +229,9 @@ TEST_CASE("A sliding round takes exactly K*B records, among them every one whose
                 INFO("round " << round << ", position " << p << " of " << held << ", due " << due);
                 REQUIRE((chosen[p] == 0 || chosen[p] == 1));
                 taken += chosen[p];
-                if (p < due)
-                    REQUIRE(chosen[p] == 1);
+                if (p < due) REQUIRE(chosen[p] == 1);
                 // The plainest consequence: a record at its deadline leaves now.
-                if (first[arrivals[p]] + s.max_age <= round)
-                    REQUIRE(chosen[p] == 1);
+                if (first[arrivals[p]] + s.max_age <= round) REQUIRE(chosen[p] == 1);
             }
             REQUIRE(taken == window);
             rounds_with_due += due > 0 ? 1 : 0;
@@ -256,18 +253,15 @@ TEST_CASE("A sliding round takes exactly K*B records, among them every one whose
         };
 
         for (std::uint64_t a = 0; a < n; ++a) {
-            if (costs.size() == capacity)
-                run_round(false, a);
+            if (costs.size() == capacity) run_round(false, a);
             const double c = draw(gen);
             costs.push_back(c);
             arrivals.push_back(a);
             total += c;
         }
         // The drain: rounds of K*B until the rest fits in one, which takes it all.
-        while (costs.size() > window)
-            run_round(true, n);
-        for (const std::uint64_t a : arrivals)
-            CHECK(round <= first[a] + s.max_age);
+        while (costs.size() > window) run_round(true, n);
+        for (const std::uint64_t a : arrivals) CHECK(round <= first[a] + s.max_age);
         CHECK(rounds_with_due > 0);
         // At the smallest max_age the deadlines leave no choice: first in, first out.
         if (s.max_age + 1 == s.buffer_windows)
@@ -302,8 +296,7 @@ TEST_CASE("Once the input has ended a sliding round aims at its share of the buf
     const auto nearest = [](double target) {
         double best = 4.0;
         for (double t = 4.0; t <= 12.0; t += 2.0)
-            if (std::abs(t - target) < std::abs(best - target))
-                best = t;
+            if (std::abs(t - target) < std::abs(best - target)) best = t;
         return best;
     };
 

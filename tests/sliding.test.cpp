@@ -1,13 +1,13 @@
 // The sliding lookahead policy keeps the whole contract, with a delay bound of
 // (max_age + 1) * K - 1 batches, and balances batches toward the stream's long-run mean.
 
+#include "support/contract_checks.hpp"
+#include "support/distributions.hpp"
+
 #include <bcl/balancer.hpp>
 #include <bcl/detail/target_selection.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
-
-#include "support/contract_checks.hpp"
-#include "support/distributions.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -36,13 +36,15 @@ constexpr std::pair<std::size_t, std::size_t> sliding_settings[] = {{2, 2}, {2, 
 
 // Contract point 4 for sliding, derived from the options alone: record i is in batch i / B without
 // balancing, and must leave no later than (max_age + 1) * K - 1 batches after it.
-std::string check_delay(const batch_ids& batches, std::size_t b, std::size_t k, std::size_t max_age) {
+std::string check_delay(const batch_ids& batches, std::size_t b, std::size_t k,
+                        std::size_t max_age) {
     const std::size_t bound = (max_age + 1) * k - 1;
     for (std::size_t j = 0; j < batches.size(); ++j)
         for (const std::uint64_t id : batches[j])
             if (j > id / b + bound)
-                return fmt::format("record {} (arrival batch {}) left in batch {}, more than {} later",
-                                   id, id / b, j, bound);
+                return fmt::format(
+                    "record {} (arrival batch {}) left in batch {}, more than {} later", id, id / b,
+                    j, bound);
     return {};
 }
 
@@ -83,12 +85,14 @@ TEST_CASE("Sliding keeps batch size, batch count, exactly-once and its delay bou
                 }
 }
 
-TEST_CASE("Sliding gives the same batches for the same input, options and seed", "[sliding][determinism]") {
+TEST_CASE("Sliding gives the same batches for the same input, options and seed",
+          "[sliding][determinism]") {
     for (const scenario& s : contract_scenarios(false)) {
         if (s.n < 200) continue;
         const bcl::options opt = sliding(s, 2, 2);
         INFO(s.describe());
-        REQUIRE(run(driver::eager, s.costs(), opt).batches == run(driver::range, s.costs(), opt).batches);
+        REQUIRE(run(driver::eager, s.costs(), opt).batches ==
+                run(driver::range, s.costs(), opt).batches);
     }
 }
 
@@ -120,8 +124,9 @@ TEST_CASE("Sliding balances batches toward the long-run mean better than tumblin
     }
 }
 
-TEST_CASE("Sliding options are checked: max_age below buffer_windows - 1 or an empty buffer is an error",
-          "[sliding][errors]") {
+TEST_CASE(
+    "Sliding options are checked: max_age below buffer_windows - 1 or an empty buffer is an error",
+    "[sliding][errors]") {
     bcl::options opt{.batch_size = 4, .lookahead = 2};
     opt.policy = bcl::lookahead_policy::sliding;
     opt.buffer_windows = 3;
@@ -157,7 +162,8 @@ TEST_CASE("The round selector takes the due records and moves the total toward t
             const std::size_t forced = seed % 5;
             const std::size_t count = 12;
             const double mean = std::accumulate(costs.begin(), costs.end(), 0.0) / 24.0;
-            const double target = mean * static_cast<double>(count) * (0.5 + 0.1 * static_cast<double>(seed % 10));
+            const double target =
+                mean * static_cast<double>(count) * (0.5 + 0.1 * static_cast<double>(seed % 10));
             chosen.assign(costs.size(), 0);
             const double total = select(costs, forced, count, target, chosen);
             INFO(dist.name << " seed " << seed);

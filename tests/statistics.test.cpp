@@ -4,15 +4,17 @@
 #include "support/contract_checks.hpp"
 #include "support/distributions.hpp"
 
-#include <algorithm>
 #include <bcl/balancer.hpp>
 #include <bcl/partition/lower_bound.hpp>
 #include <bcl/statistics.hpp>
+
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/core.h>
 #include <vector>
 
 using namespace bcl_test;
@@ -28,15 +30,12 @@ struct two_pass {
     double max = 0.0;
 
     explicit two_pass(const std::vector<double>& xs) {
-        if (xs.empty())
-            return;
+        if (xs.empty()) return;
         double sum = 0.0;
-        for (const double x : xs)
-            sum += x;
+        for (const double x : xs) sum += x;
         mean = sum / static_cast<double>(xs.size());
         double squares = 0.0;
-        for (const double x : xs)
-            squares += (x - mean) * (x - mean);
+        for (const double x : xs) squares += (x - mean) * (x - mean);
         variance = xs.size() < 2 ? 0.0 : squares / static_cast<double>(xs.size());
         cv = mean > 0.0 ? std::sqrt(variance) / mean : 0.0;
         min = *std::min_element(xs.begin(), xs.end());
@@ -62,21 +61,17 @@ observed observe(const cost_list& costs, const bcl::options& opt) {
     bcl::balancer<rec, cost_of> b{cost_of{}, opt};
     const auto take = [&](std::span<rec> batch) {
         double sum = 0.0;
-        for (const rec& r : batch)
-            sum += costs[r.id];
+        for (const rec& r : batch) sum += costs[r.id];
         o.batches.push_back(ids_of(batch));
         o.batch_costs.push_back(sum);
-        if (!(b.last_batch_cost() == close(sum)))
-            o.last_batch_cost_matched = false;
+        if (!(b.last_batch_cost() == close(sum))) o.last_batch_cost_matched = false;
     };
     for (std::size_t i = 0; i < costs.size(); ++i) {
         b.push(rec{i, costs[i]});
-        while (auto batch = b.pop())
-            take(*batch);
+        while (auto batch = b.pop()) take(*batch);
     }
     b.finish();
-    while (auto batch = b.pop())
-        take(*batch);
+    while (auto batch = b.pop()) take(*batch);
     o.stats = b.stats();
     return o;
 }
@@ -88,12 +83,11 @@ TEST_CASE("running_stats gives the mean, population variance, cv, min and max of
           "[statistics]") {
     std::uint64_t counter = 0;
     for (const distribution& dist : all_distributions())
-        for (const std::size_t n : {0, 1, 2, 3, 17, 1000, 20000}) {
+        for (const std::size_t n : {0u, 1u, 2u, 3u, 17u, 1000u, 20000u}) {
             const std::vector<double> xs = dist.generate(n, case_seed(++counter));
             INFO(fmt::format("{} values from {}", n, dist.name));
             bcl::running_stats rs;
-            for (const double x : xs)
-                rs.add(x);
+            for (const double x : xs) rs.add(x);
             const two_pass expected(xs);
             CHECK(rs.count() == n);
             CHECK(rs.mean() == close(expected.mean));
@@ -109,14 +103,15 @@ TEST_CASE("running_stats::merge gives what adding the other values one by one gi
           "[statistics]") {
     std::uint64_t counter = 0;
     for (const distribution& dist : all_distributions())
-        for (const std::size_t n : {0, 1, 2, 5, 300}) {
+        for (const std::size_t n : {0u, 1u, 2u, 5u, 300u}) {
             const std::vector<double> xs = dist.generate(n, case_seed(++counter));
             // Split into up to four consecutive pieces (some empty), merge the pieces' statistics.
             const std::size_t cuts[] = {0, n / 3, n / 3, (2 * n) / 3 + (n > 0 ? 1 : 0), n};
             bcl::running_stats merged;
             for (std::size_t piece = 0; piece + 1 < std::size(cuts); ++piece) {
                 bcl::running_stats part;
-                for (std::size_t i = std::min(cuts[piece], n); i < std::min(cuts[piece + 1], n); ++i)
+                for (std::size_t i = std::min(cuts[piece], n); i < std::min(cuts[piece + 1], n);
+                     ++i)
                     part.add(xs[i]);
                 merged.merge(part);
             }
@@ -136,8 +131,7 @@ TEST_CASE("running_stats on hand-computed values", "[statistics]") {
     CHECK(rs.mean() == 0.0);
     CHECK(rs.variance() == 0.0);
     CHECK(rs.cv() == 0.0);
-    for (const double x : {2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0})
-        rs.add(x);
+    for (const double x : {2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0}) rs.add(x);
     // The textbook example: mean 5, population variance 4, stddev 2, cv 0.4.
     CHECK(rs.mean() == close(5.0));
     CHECK(rs.variance() == close(4.0));
@@ -147,8 +141,7 @@ TEST_CASE("running_stats on hand-computed values", "[statistics]") {
     CHECK(rs.max() == 9.0);
 
     bcl::running_stats zeros;
-    for (int i = 0; i < 5; ++i)
-        zeros.add(0.0);
+    for (int i = 0; i < 5; ++i) zeros.add(0.0);
     CHECK(zeros.cv() == 0.0); // mean 0: cv is defined as 0, not NaN
 }
 
@@ -181,8 +174,7 @@ TEST_CASE("The batch-cost statistics are those of the full batches received, and
         const observed o = observe(sc.costs(), sc.options());
         std::vector<double> full;
         for (std::size_t j = 0; j < o.batches.size(); ++j)
-            if (o.batches[j].size() == sc.b)
-                full.push_back(o.batch_costs[j]);
+            if (o.batches[j].size() == sc.b) full.push_back(o.batch_costs[j]);
         const two_pass expected(full);
         CHECK(o.last_batch_cost_matched);
         CHECK(o.stats.batch_cost.count() == full.size());
@@ -217,8 +209,7 @@ TEST_CASE("The delay statistics describe the delays seen: batch index minus arri
                     beyond_bound = true;
             }
         // The histogram runs up to the largest delay seen, and no further.
-        while (!histogram.empty() && histogram.back() == 0)
-            histogram.pop_back();
+        while (!histogram.empty() && histogram.back() == 0) histogram.pop_back();
         const two_pass expected(delays);
         CHECK_FALSE(beyond_bound);
         CHECK(o.stats.max_delay_batches == static_cast<std::uint64_t>(expected.max));

@@ -2,7 +2,9 @@
 // them.
 
 #include <bcl/bcl.hpp>
+
 #include <catch2/catch.hpp>
+
 #include <string>
 
 // Usable in the preprocessor, as version macros must be.
@@ -31,8 +33,7 @@ TEST_CASE("BCL_VERSION_STRING is a string literal of three dot-separated numbers
         if (text[i] == '.') {
             ++dots;
             // No empty component: neither leading, trailing nor doubled dots.
-            if (i == 0 || i + 1 == text.size() || text[i + 1] == '.')
-                digits_only = false;
+            if (i == 0 || i + 1 == text.size() || text[i + 1] == '.') digits_only = false;
         } else if (text[i] < '0' || text[i] > '9') {
             digits_only = false;
         }

@@ -5,9 +5,12 @@
 
 #include "input.hpp"
 
-#include <CLI/CLI.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -15,7 +18,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <fmt/format.h>
 #include <limits>
 #include <optional>
 #include <string>
@@ -49,18 +51,14 @@ inline constexpr std::uint64_t max_steps = std::uint64_t{1} << 26;
         if (text.empty() || ec != std::errc{} || ptr != end) {
             // Not plain digits: a sign, a fraction, an exponent, too many digits, or no number.
             const std::optional<double> x = bcl_sim::detail::parse_number(text);
-            if (!x)
-                return fmt::format("'{}' is not a number; {}", text, expected);
-            if (*x < 0.0)
-                return fmt::format("{} is negative; {}", text, expected);
+            if (!x) return fmt::format("'{}' is not a number; {}", text, expected);
+            if (*x < 0.0) return fmt::format("{} is negative; {}", text, expected);
             if (*x != std::floor(*x))
                 return fmt::format("{} is not a whole number; {}", text, expected);
-            if (*x >= 0x1p64)
-                return fmt::format("{} is too large; {}", text, expected);
+            if (*x >= 0x1p64) return fmt::format("{} is too large; {}", text, expected);
             value = static_cast<std::uint64_t>(*x);
         }
-        if (value > max)
-            return fmt::format("{} is too large; {}", text, expected);
+        if (value > max) return fmt::format("{} is too large; {}", text, expected);
         input = std::to_string(value);
         return {};
     };
@@ -138,8 +136,7 @@ inline void add_progress_flag(CLI::App& app, std::string& mode) {
         if (name.empty())
             throw bcl_sim::input_error(fmt::format("{} {}: empty name in the list", flag, text));
         names.emplace_back(name);
-        if (comma == std::string_view::npos)
-            return names;
+        if (comma == std::string_view::npos) return names;
         rest.remove_prefix(comma + 1);
     }
 }
@@ -229,8 +226,7 @@ public:
     /// Starts a task and shows it at once: `label`, then ": step done/total" as step() reports
     /// (no counter for total = 0).
     void begin(std::string label, std::size_t total = 0) {
-        if (!m_enabled)
-            return;
+        if (!m_enabled) return;
         m_label = std::move(label);
         m_total = total;
         m_done = 0;
@@ -240,17 +236,14 @@ public:
     /// `done` steps of the task are complete. Cheap enough to call for every record: it looks at
     /// the clock only when `done` grows.
     void step(std::size_t done) {
-        if (!m_enabled || done <= m_done)
-            return;
+        if (!m_enabled || done <= m_done) return;
         m_done = done;
-        if (clock::now() - m_drawn >= interval)
-            draw();
+        if (clock::now() - m_drawn >= interval) draw();
     }
 
     /// Erases the line (and the cursor goes back to its start).
     void clear() {
-        if (!m_enabled || m_width == 0)
-            return;
+        if (!m_enabled || m_width == 0) return;
         fmt::print(stderr, "\r{:{}}\r", "", m_width);
         std::fflush(stderr);
         m_width = 0;

@@ -19,21 +19,23 @@
 #include "json_output.hpp"
 #include "simulator.hpp"
 
-#include <CLI/CLI.hpp>
-#include <algorithm>
 #include <bcl/balance.hpp>
 #include <bcl/options.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <fmt/format.h>
 #include <iterator>
 #include <memory>
-#include <mpi.h>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -147,8 +149,7 @@ struct policy_report {
 class fingerprint {
 public:
     void add(std::string_view text) noexcept {
-        for (const char c : text)
-            add_byte(static_cast<unsigned char>(c));
+        for (const char c : text) add_byte(static_cast<unsigned char>(c));
         add_byte(0); // so that "ab","c" differs from "a","bc"
     }
     void add(double x) noexcept { add(fmt::format("{}", x)); }
@@ -171,8 +172,7 @@ std::vector<std::string> parse_policy_list(std::string_view text) {
             std::end(known_policies))
             throw bcl_sim::input_error(fmt::format(
                 "--policy: unknown policy '{}' (expected some of none,tumbling,sliding)", name));
-        if (std::find(out.begin(), out.end(), name) == out.end())
-            out.push_back(std::move(name));
+        if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
     }
     return out;
 }
@@ -218,8 +218,7 @@ void draw_records(rank_setup& setup, int rank, int ranks) {
             std::make_shared<const std::vector<double>>(bcl_sim::load_lengths(file->path));
         setup.cfg.dataset_records = lengths->size();
         fingerprint f;
-        for (const double x : *lengths)
-            f.add(x);
+        for (const double x : *lengths) f.add(x);
         setup.lengths_checksum = f.value();
         source = std::make_unique<bcl_sim::file_source>(std::move(lengths),
                                                         static_cast<std::size_t>(ranks), cfg.seed);
@@ -289,8 +288,7 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
         validate_numbers(cfg);
         draw_records(setup, rank, ranks);
     });
-    if (!failed)
-        return setup_status::run;
+    if (!failed) return setup_status::run;
     message = failed->message;
     return setup_status::bad_input;
 }
@@ -307,10 +305,8 @@ std::string rank_ranges(const std::vector<int>& ranks) {
     std::string out;
     for (std::size_t i = 0; i < ranks.size();) {
         std::size_t j = i;
-        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-            ++j;
-        if (!out.empty())
-            out += ',';
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+        if (!out.empty()) out += ',';
         out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
         i = j + 1;
     }
@@ -324,11 +320,9 @@ setup_status agree(setup_status mine, const std::string& message, int rank, int 
     int worst = static_cast<int>(mine);
     MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     const auto status = static_cast<setup_status>(worst);
-    if (status == setup_status::run)
-        return status;
+    if (status == setup_status::run) return status;
     if (status == setup_status::help) {
-        if (rank == 0)
-            fmt::print("{}", message);
+        if (rank == 0) fmt::print("{}", message);
         return status;
     }
 
@@ -348,14 +342,12 @@ setup_status agree(setup_status mine, const std::string& message, int rank, int 
     std::string all(total, '\0');
     MPI_Gatherv(mine_text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
                 MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (rank != 0)
-        return status;
+    if (rank != 0) return status;
 
     // Same message on several ranks (the usual case: same flags everywhere) is printed once.
     std::vector<std::pair<std::string, std::vector<int>>> distinct;
     for (std::size_t r = 0; r < lengths.size(); ++r) {
-        if (lengths[r] == 0)
-            continue;
+        if (lengths[r] == 0) continue;
         std::string text =
             all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r]));
         auto it = std::find_if(distinct.begin(), distinct.end(),
@@ -394,15 +386,13 @@ bool same_settings_everywhere(const rank_setup& setup, int rank) {
     f.add(std::uint64_t{cfg.rounds});
     f.add(cfg.seed);
     f.add(cfg.step_ms);
-    for (const std::string& p : cfg.policies)
-        f.add(p);
+    for (const std::string& p : cfg.policies) f.add(p);
     f.add(cfg.format);
     f.add(cfg.wait_text);
     // max of (h, ~h) gives the largest and the smallest h in one allreduce.
     std::uint64_t range[2] = {f.value(), ~f.value()};
     MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (range[0] == ~range[1])
-        return true;
+    if (range[0] == ~range[1]) return true;
     if (rank == 0)
         fmt::print(stderr,
                    "{}: error: the ranks were not given the same settings (flags, or a workload "
@@ -442,8 +432,7 @@ void allreduce_sum(double (&values)[2], wait_mode wait) {
     for (;;) {
         int done = 0;
         MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        if (done != 0)
-            return;
+        if (done != 0) return;
         std::this_thread::sleep_for(poll_interval);
     }
 }
@@ -486,8 +475,7 @@ rank_run timed_run(NextBatch&& next_batch, const timing& t) {
         double payload[2] = {batch ? 1.0 : 0.0, batch ? batch->cost : 0.0};
         allreduce_sum(payload, t.wait);
         const long with_batch = std::lround(payload[0]);
-        if (with_batch == 0)
-            break;
+        if (with_batch == 0) break;
         if (with_batch != t.ranks)
             break; // some ranks ran out before others: their counts differ, run_policy reports it
     }
@@ -501,8 +489,7 @@ rank_run run_none(const rank_setup& setup, const timing& t) {
     const std::size_t b = setup.cfg.batch;
     std::size_t next = 0;
     auto next_batch = [&]() -> std::optional<batch_info> {
-        if (next >= recs.size())
-            return std::nullopt;
+        if (next >= recs.size()) return std::nullopt;
         const std::size_t end = std::min(recs.size(), next + b);
         batch_info info;
         tally(info, std::span<const bench_record>(recs).subspan(next, end - next));
@@ -529,8 +516,7 @@ rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy, const ti
             it = batches.begin();
         else
             ++*it;
-        if (*it == batches.end())
-            return std::nullopt;
+        if (*it == batches.end()) return std::nullopt;
         batch_info info;
         tally(info, **it);
         return info;
@@ -588,8 +574,7 @@ policy_report run_policy(const rank_setup& setup, std::string_view name, const t
         const auto R = static_cast<std::size_t>(ranks);
         std::vector<double> step_major(steps * R); // costs[s * R + r], as bcl-sim's metrics take
         for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t s = 0; s < steps; ++s)
-                step_major[s * R + r] = by_rank[r * steps + s];
+            for (std::size_t s = 0; s < steps; ++s) step_major[s * R + r] = by_rank[r * steps + s];
         const bcl_sim::step_metrics m = bcl_sim::compute_metrics(step_major, R);
         rep.predicted_step_ms = m.mean_step_time * t.ms_per_cost;
         rep.predicted_efficiency = m.efficiency;
@@ -657,8 +642,7 @@ void print_table(const bench_config& cfg, const run_context& run,
     fmt::print("\n{:>15}cost {} (a + b*L + c*L^2)\n", "", bcl_sim::describe(cfg.cost));
     fmt::print("{:>15}R={} MPI ranks, B={}, K={}, {} steps per policy, seed {}", "", run.ranks,
                cfg.batch, cfg.lookahead, cfg.steps, cfg.seed);
-    if (cfg.rounds > 1)
-        fmt::print(", {} rounds (median shown)", cfg.rounds);
+    if (cfg.rounds > 1) fmt::print(", {} rounds (median shown)", cfg.rounds);
     fmt::print("\n{:>15}a batch of mean cost ({:.1f}) sleeps {} ms, wait {}; {}\n\n", "",
                run.mean_batch_cost, cfg.step_ms, cfg.wait_text, run.mpi_library);
     fmt::print("{:<10}{:>9}{:>9}{:>10}{:>10}{:>10}{:>10}{:>11}{:>6}\n", "policy", "batches",
@@ -713,8 +697,7 @@ int run(int argc, char** argv) {
         return 2;
     }
     const bench_config& cfg = setup.cfg;
-    if (!same_settings_everywhere(setup, rank))
-        return 2;
+    if (!same_settings_everywhere(setup, rank)) return 2;
 
     // 2. The time scale, the same on every rank: a batch of the mean cost over all ranks' records
     //    sleeps step-ms. Every policy processes exactly these records, so the total work, and

@@ -5,8 +5,8 @@
 #include "random.hpp"
 
 #include <algorithm>
-#include <bcl/lpt_swap_partitioner.hpp>
-#include <bcl/partitioner.hpp>
+#include <bcl/partition/lpt_swap.hpp>
+#include <bcl/partition/partitioner.hpp>
 #include <bcl/statistics.hpp>
 #include <cstddef>
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <array>
 #include <bcl/estimators.hpp>
 #include <bcl/options.hpp>
-#include <bcl/quantile_sketch.hpp>
+#include <bcl/detail/quantile_sketch.hpp>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -181,7 +181,7 @@ struct cap_spec {
 /// The truncating cap applied to the baselines' records, so that every policy runs on the same
 /// truncated workload. Each rank's stream is capped the way that rank's bcl::balancer caps it:
 /// records are taken in the rank's arrival order (index 0, 1, ...); a fixed cap is the cost
-/// cap; a quantile cap is read from a bcl::quantile_sketch of the rank's uncapped costs, not
+/// cap; a quantile cap is read from a bcl::detail::quantile_sketch of the rank's uncapped costs, not
 /// before the warm-up (bcl::cap_warmup) and then re-read when the warm-up ends and every 64
 /// records, exactly the rule of bcl::balancer's current_cap() (include/bcl/balancer.hpp). A record
 /// whose cost is above the cap is truncated with truncated_length(). So a bcl policy and a
@@ -226,7 +226,7 @@ private:
     double current_cap(std::size_t rank, rank_state& st) {
         if (m_cap.kind == bcl::cap_kind::fixed)
             return m_cap.value;
-        const bcl::quantile_sketch& sketch = m_sketches[rank];
+        const bcl::detail::quantile_sketch& sketch = m_sketches[rank];
         const std::uint64_t seen = sketch.count();
         const std::size_t warmup = bcl::cap_warmup(m_cap);
         if (seen < warmup)
@@ -254,7 +254,7 @@ private:
     cost_model m_cost;
     bcl::cap_options m_cap;
     std::vector<rank_state> m_state;
-    std::vector<bcl::quantile_sketch> m_sketches; // per rank, quantile caps only
+    std::vector<bcl::detail::quantile_sketch> m_sketches; // per rank, quantile caps only
 };
 
 } // namespace bcl_sim

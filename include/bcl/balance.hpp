@@ -5,8 +5,8 @@
 
 #include <bcl/balancer.hpp>
 #include <bcl/cost_estimator.hpp>
-#include <bcl/partition/lpt_swap.hpp>
 #include <bcl/options.hpp>
+#include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
 
 #include <cstddef>
@@ -31,9 +31,10 @@ namespace bcl {
 /// The underlying iterator need not be default-constructible (a sampler's iterator, or
 /// std::views::istream's); it is created by begin().
 template <std::ranges::input_range View, class Estimator, partitioner Partitioner>
-    requires std::ranges::view<View> && record<std::ranges::range_value_t<View>> &&
-             cost_estimator<Estimator, std::ranges::range_value_t<View>>
-class balance_view : public std::ranges::view_interface<balance_view<View, Estimator, Partitioner>> {
+requires std::ranges::view<View> && record<std::ranges::range_value_t<View>> &&
+    cost_estimator<Estimator, std::ranges::range_value_t<View>>
+class balance_view
+    : public std::ranges::view_interface<balance_view<View, Estimator, Partitioner>> {
 public:
     using record_type = std::ranges::range_value_t<View>;
     using balancer_type = bcl::balancer<record_type, Estimator, Partitioner>;
@@ -64,8 +65,7 @@ public:
 
     /// Throws bcl::error for invalid options.
     balance_view(View base, Estimator estimator, options opt, Partitioner partitioner = {})
-        : m_base(std::move(base)),
-          m_balancer(std::move(estimator), opt, std::move(partitioner)) {}
+        : m_base(std::move(base)), m_balancer(std::move(estimator), opt, std::move(partitioner)) {}
 
     /// Pulls records until the first batch is ready. Call once: this is an input range.
     [[nodiscard]] iterator begin() {
@@ -115,8 +115,8 @@ private:
 /// Throws bcl::error for invalid options; see balance_view for errors while iterating.
 template <std::ranges::viewable_range Range, class Estimator,
           partitioner Partitioner = lpt_swap_partitioner>
-    requires std::ranges::input_range<Range> && record<std::ranges::range_value_t<Range>> &&
-             cost_estimator<Estimator, std::ranges::range_value_t<Range>>
+requires std::ranges::input_range<Range> && record<std::ranges::range_value_t<Range>> &&
+    cost_estimator<Estimator, std::ranges::range_value_t<Range>>
 [[nodiscard]] auto balance(Range&& range, Estimator estimator, options opt,
                            Partitioner partitioner = {}) {
     return balance_view<std::views::all_t<Range>, Estimator, Partitioner>(

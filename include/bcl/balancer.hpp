@@ -133,9 +133,7 @@ public:
 
     /// A copy of everything needed to continue (see state). Does not change this balancer:
     /// what it emits afterwards is what it would have emitted without the call.
-    [[nodiscard]] state save() const
-        requires std::copy_constructible<Record>
-    {
+    [[nodiscard]] state save() const requires std::copy_constructible<Record> {
         state s;
         s.snapshot = snapshot();
         s.pending.reserve(s.snapshot.pending_records());
@@ -185,11 +183,7 @@ public:
     }
 
     /// Adds a copy of `r`; otherwise as push(Record&&). `r` itself is never modified.
-    void push(const Record& r)
-        requires std::copy_constructible<Record>
-    {
-        push(Record(r));
-    }
+    void push(const Record& r) requires std::copy_constructible<Record> { push(Record(r)); }
 
     /// True if push() would accept a record now.
     [[nodiscard]] bool can_push() const noexcept {
@@ -212,7 +206,8 @@ public:
         const std::size_t size = std::min(b, m_ready.size() - offset);
         m_last_batch_cost = m_batch_cost[m_next_batch];
         if constexpr (tracks_memory)
-            m_stats.peak_batch_memory = std::max(m_stats.peak_batch_memory, m_batch_memory[m_next_batch]);
+            m_stats.peak_batch_memory =
+                std::max(m_stats.peak_batch_memory, m_batch_memory[m_next_batch]);
         ++m_next_batch;
         ++m_stats.batches;
         m_stats.records_out += size;
@@ -236,7 +231,8 @@ public:
     [[nodiscard]] bool finished() const noexcept { return m_finished; }
     /// Records pushed and not yet handed out in a batch (nor dropped).
     [[nodiscard]] std::size_t buffered() const noexcept {
-        const std::size_t handed_out = std::min(m_ready.size(), m_next_batch * m_options.batch_size);
+        const std::size_t handed_out =
+            std::min(m_ready.size(), m_next_batch * m_options.batch_size);
         return m_buffer.size() + (m_ready.size() - handed_out);
     }
     /// Estimated cost of the batch pop() returned last (0 before the first).
@@ -284,19 +280,26 @@ private:
         const std::size_t take = std::min(n, b * m_options.lookahead);
         const bool whole_buffer = take == n; // every tumbling round, the end of a sliding drain
         if (!whole_buffer) {
-            const detail::round_inputs in{m_buffer.costs(), m_buffer.arrivals(), m_round, m_finished,
-                                          m_arrival_cost_total / static_cast<double>(m_stats.records_in),
+            const detail::round_inputs in{m_buffer.costs(),
+                                          m_buffer.arrivals(),
+                                          m_round,
+                                          m_finished,
+                                          m_arrival_cost_total /
+                                              static_cast<double>(m_stats.records_in),
                                           take};
             std::visit([&](auto& rounds) { rounds.choose(in, m_buffer.chosen()); }, m_rounds);
             m_buffer.gather(take);
         }
-        const std::span<const double> costs = whole_buffer ? m_buffer.costs() : m_buffer.round_costs();
-        const std::span<const double> memory = whole_buffer ? m_buffer.memory() : m_buffer.round_memory();
+        const std::span<const double> costs =
+            whole_buffer ? m_buffer.costs() : m_buffer.round_costs();
+        const std::span<const double> memory =
+            whole_buffer ? m_buffer.memory() : m_buffer.round_memory();
         const std::size_t packs = (take + b - 1) / b;
         const bool has_short = take % b != 0;
-        partition_summary summary = m_partition.run(costs, memory, pack_shape{packs, b},
-                                                    m_options.memory_budget, m_round);
-        const std::uint64_t oldest = m_buffer.arrivals()[whole_buffer ? 0 : m_buffer.round_slots()[0]];
+        partition_summary summary =
+            m_partition.run(costs, memory, pack_shape{packs, b}, m_options.memory_budget, m_round);
+        const std::uint64_t oldest =
+            m_buffer.arrivals()[whole_buffer ? 0 : m_buffer.round_slots()[0]];
         auto delays = m_delays.start(m_stats.batches, packs, oldest, b, m_stats);
 
         // Committed from here on: nothing below throws.
@@ -308,21 +311,27 @@ private:
         for (std::size_t p = 0; p < packs; ++p) m_batch_cost[rank[p]] = pack_cost[p];
         if constexpr (tracks_memory) {
             m_batch_memory.resize(packs);
-            for (std::size_t p = 0; p < packs; ++p) m_batch_memory[rank[p]] = m_partition.pack_memory()[p];
+            for (std::size_t p = 0; p < packs; ++p)
+                m_batch_memory[rank[p]] = m_partition.pack_memory()[p];
         }
-        if (whole_buffer) place_records<true>(take, delays);
-        else place_records<false>(take, delays);
+        if (whole_buffer)
+            place_records<true>(take, delays);
+        else
+            place_records<false>(take, delays);
         m_delays.finish(m_stats);
-        if (whole_buffer) m_buffer.clear();
-        else m_buffer.compact();
+        if (whole_buffer)
+            m_buffer.clear();
+        else
+            m_buffer.compact();
         m_next_batch = 0;
         ++m_stats.windows;
         if (!has_short && packs == m_options.lookahead) {
             if (m_options.memory_budget > 0.0)
                 summary.heaviest = *std::max_element(pack_cost.begin(), pack_cost.end());
             m_stats.gap_to_lower_bound.add(
-                summary.lower_bound > 0.0 ? std::max(0.0, summary.heaviest / summary.lower_bound - 1.0)
-                                          : 0.0);
+                summary.lower_bound > 0.0
+                    ? std::max(0.0, summary.heaviest / summary.lower_bound - 1.0)
+                    : 0.0);
         }
         ++m_round;
     }
@@ -340,15 +349,18 @@ private:
         const std::span<const std::uint64_t> arrivals = m_buffer.arrivals();
         std::vector<Record>& buffered = m_buffer.records();
         m_next_place.resize(rank.size());
-        for (std::size_t r = 0; r < rank.size(); ++r) m_next_place[r] = static_cast<std::uint32_t>(r * b);
+        for (std::size_t r = 0; r < rank.size(); ++r)
+            m_next_place[r] = static_cast<std::uint32_t>(r * b);
         const bool in_place = m_ready.size() == n;
         if (!in_place) m_slot_order.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t batch = rank[pack_of[i]];
             const std::uint32_t slot = whole_buffer ? static_cast<std::uint32_t>(i) : slots[i];
             const std::uint32_t place = m_next_place[batch]++;
-            if (in_place) m_ready[place] = std::move(buffered[slot]);
-            else m_slot_order[place] = slot;
+            if (in_place)
+                m_ready[place] = std::move(buffered[slot]);
+            else
+                m_slot_order[place] = slot;
             delays.count(i, arrivals[slot], batch);
         }
         if (in_place) return;
@@ -367,14 +379,16 @@ private:
         s.stats = m_stats;
         const auto first_waiting = static_cast<std::ptrdiff_t>(m_next_batch);
         s.waiting_batch_costs.assign(m_batch_cost.begin() + first_waiting, m_batch_cost.end());
-        s.waiting_records = m_ready.size() - std::min(m_ready.size(), m_next_batch * m_options.batch_size);
+        s.waiting_records =
+            m_ready.size() - std::min(m_ready.size(), m_next_batch * m_options.batch_size);
         s.buffer_costs.assign(m_buffer.costs().begin(), m_buffer.costs().end());
         s.buffer_arrivals.assign(m_buffer.arrivals().begin(), m_buffer.arrivals().end());
         s.sketch = m_cap.sketch();
         s.quantile_cap = m_cap.last();
         s.tracks_memory = tracks_memory;
         if constexpr (tracks_memory) {
-            s.waiting_batch_memory.assign(m_batch_memory.begin() + first_waiting, m_batch_memory.end());
+            s.waiting_batch_memory.assign(m_batch_memory.begin() + first_waiting,
+                                          m_batch_memory.end());
             s.buffer_memory.assign(m_buffer.memory().begin(), m_buffer.memory().end());
         }
         return s;
@@ -418,10 +432,10 @@ private:
     double m_arrival_cost_total = 0.0; // sum of every accepted cost, for the long-run mean
     std::uint64_t m_round = 0;         // rounds run so far
     bool m_finished = false;
-    std::vector<Record> m_ready;       // the last round's records, batch after batch
-    std::vector<double> m_batch_cost;  // estimated cost of each batch in m_ready
+    std::vector<Record> m_ready;        // the last round's records, batch after batch
+    std::vector<double> m_batch_cost;   // estimated cost of each batch in m_ready
     std::vector<double> m_batch_memory; // and its memory (with a memory estimator)
-    std::size_t m_next_batch = 0;      // next batch of m_ready to hand out
+    std::size_t m_next_batch = 0;       // next batch of m_ready to hand out
     double m_last_batch_cost = 0.0;
     std::vector<std::uint32_t> m_next_place; // counting-sort cursor per batch
     std::vector<std::uint32_t> m_slot_order; // buffer slots in emission order

@@ -26,8 +26,8 @@ inline constexpr double max_estimate = 1e120;
 /// exception the estimator throws propagates unchanged and the record stays with the caller.
 /// For determinism (contract point 5) the result should depend on the record alone.
 template <class E, class Record>
-concept cost_estimator =
-    std::move_constructible<E> && std::invocable<E&, const Record&> &&
-    std::convertible_to<std::invoke_result_t<E&, const Record&>, double>;
+concept cost_estimator = std::move_constructible<E> && std::invocable<E&, const Record&> &&
+                         std::convertible_to < std::invoke_result_t<E&, const Record&>,
+double > ;
 
 } // namespace bcl

@@ -25,7 +25,7 @@ struct linear_cost {
     [[no_unique_address]] Projection projection{};
 
     template <class Record>
-        requires std::invocable<const Projection&, const Record&>
+    requires std::invocable<const Projection&, const Record&>
     [[nodiscard]] double operator()(const Record& r) const {
         return scale * static_cast<double>(std::invoke(projection, r));
     }
@@ -41,7 +41,7 @@ struct affine_quadratic_cost {
     [[no_unique_address]] Projection projection{};
 
     template <class Record>
-        requires std::invocable<const Projection&, const Record&>
+    requires std::invocable<const Projection&, const Record&>
     [[nodiscard]] double operator()(const Record& r) const {
         const auto length = static_cast<double>(std::invoke(projection, r));
         return a + length * (b + c * length);
@@ -78,13 +78,13 @@ struct table_cost {
     [[no_unique_address]] Projection projection{};
 
     template <class Record>
-        requires std::invocable<const Projection&, const Record&> &&
-                 table_key<std::remove_cvref_t<std::invoke_result_t<const Projection&, const Record&>>>
+    requires std::invocable<const Projection&, const Record&> &&
+        table_key<std::remove_cvref_t<std::invoke_result_t<const Projection&, const Record&>>>
     [[nodiscard]] double operator()(const Record& r) const {
         const auto key = std::invoke(projection, r);
         if (std::cmp_less(key, 0) || std::cmp_greater_equal(key, table.size()))
-            throw error("bcl::table_cost: key " + std::to_string(key) + " is outside the table of " +
-                        std::to_string(table.size()) + " entries");
+            throw error("bcl::table_cost: key " + std::to_string(key) +
+                        " is outside the table of " + std::to_string(table.size()) + " entries");
         return table[static_cast<std::size_t>(key)];
     }
 };

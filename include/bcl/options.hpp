@@ -39,7 +39,8 @@ enum class cap_action {
     /// high: clip keeps one outlier from distorting the balance of the rest of its window).
     clip,
     /// Call the estimator's truncate(record, cap) (see bcl::with_truncation), which shrinks the
-    /// record, e.g. cuts tokens, then estimate it again. An estimate still above the cap is clipped.
+    /// record, e.g. cuts tokens, then estimate it again. An estimate still above the cap is
+    /// clipped.
     truncate,
 };
 
@@ -47,7 +48,8 @@ enum class cap_action {
 enum class cap_kind {
     none,     ///< no cap (the default)
     fixed,    ///< cap_options::value
-    quantile, ///< the cap_options::quantile of the costs seen so far, by a streaming quantile sketch
+    quantile, ///< the cap_options::quantile of the costs seen so far, by a streaming quantile
+              ///< sketch
 };
 
 /// The outlier cap, applied to each record's estimate before balancing.
@@ -91,8 +93,8 @@ struct options {
     /// is tight.
     lookahead_policy policy = lookahead_policy::sliding;
     /// Sliding only: the buffer holds buffer_windows * K * B records. Default 2: twice the window
-    /// gives each round a choice of K*B records out of 2*K*B, enough to hit the long-run mean almost
-    /// exactly, while holding only one window more than tumbling.
+    /// gives each round a choice of K*B records out of 2*K*B, enough to hit the long-run mean
+    /// almost exactly, while holding only one window more than tumbling.
     std::size_t buffer_windows = 2;
     /// Sliding only: a record that entered the buffer at round r leaves by round r + max_age.
     /// Must be at least buffer_windows - 1, the rounds a full buffer needs to empty; at exactly
@@ -142,11 +144,21 @@ using round_policy = std::variant<tumbling_rounds, sliding_rounds>;
 }
 
 // When an option matters to what a balancer does: always, or only under some other setting.
-inline bool always(const options&) noexcept { return true; }
-inline bool sliding_only(const options& o) noexcept { return o.policy == lookahead_policy::sliding; }
-inline bool capped_only(const options& o) noexcept { return o.cap.kind != cap_kind::none; }
-inline bool fixed_cap_only(const options& o) noexcept { return o.cap.kind == cap_kind::fixed; }
-inline bool quantile_cap_only(const options& o) noexcept { return o.cap.kind == cap_kind::quantile; }
+inline bool always(const options&) noexcept {
+    return true;
+}
+inline bool sliding_only(const options& o) noexcept {
+    return o.policy == lookahead_policy::sliding;
+}
+inline bool capped_only(const options& o) noexcept {
+    return o.cap.kind != cap_kind::none;
+}
+inline bool fixed_cap_only(const options& o) noexcept {
+    return o.cap.kind == cap_kind::fixed;
+}
+inline bool quantile_cap_only(const options& o) noexcept {
+    return o.cap.kind == cap_kind::quantile;
+}
 
 /// Every field of bcl::options, once, as the user spells it: `visit(name, field, matters)` is
 /// called with each name, a callable that gives that field of an options object, and a predicate
@@ -155,21 +167,36 @@ inline bool quantile_cap_only(const options& o) noexcept { return o.cap.kind == 
 /// new option is one more line here (and its component).
 template <class Visit>
 constexpr void visit_option_fields(Visit&& visit) {
-    visit("batch_size", [](auto& o) -> auto& { return o.batch_size; }, always);
-    visit("lookahead", [](auto& o) -> auto& { return o.lookahead; }, always);
-    visit("drop_last", [](auto& o) -> auto& { return o.drop_last; }, always);
-    visit("seed", [](auto& o) -> auto& { return o.seed; }, always);
-    visit("shuffle_packs", [](auto& o) -> auto& { return o.shuffle_packs; }, always);
-    visit("policy", [](auto& o) -> auto& { return o.policy; }, always);
-    visit("buffer_windows", [](auto& o) -> auto& { return o.buffer_windows; }, sliding_only);
-    visit("max_age", [](auto& o) -> auto& { return o.max_age; }, sliding_only);
-    visit("cap.kind", [](auto& o) -> auto& { return o.cap.kind; }, always);
-    visit("cap.value", [](auto& o) -> auto& { return o.cap.value; }, fixed_cap_only);
-    visit("cap.quantile", [](auto& o) -> auto& { return o.cap.quantile; }, quantile_cap_only);
-    visit("cap.warmup", [](auto& o) -> auto& { return o.cap.warmup; }, quantile_cap_only);
-    visit("cap.action", [](auto& o) -> auto& { return o.cap.action; }, capped_only);
-    visit("memory_budget", [](auto& o) -> auto& { return o.memory_budget; }, always);
-    visit("largest_first", [](auto& o) -> auto& { return o.largest_first; }, always);
+    visit(
+        "batch_size", [](auto& o) -> auto& { return o.batch_size; }, always);
+    visit(
+        "lookahead", [](auto& o) -> auto& { return o.lookahead; }, always);
+    visit(
+        "drop_last", [](auto& o) -> auto& { return o.drop_last; }, always);
+    visit(
+        "seed", [](auto& o) -> auto& { return o.seed; }, always);
+    visit(
+        "shuffle_packs", [](auto& o) -> auto& { return o.shuffle_packs; }, always);
+    visit(
+        "policy", [](auto& o) -> auto& { return o.policy; }, always);
+    visit(
+        "buffer_windows", [](auto& o) -> auto& { return o.buffer_windows; }, sliding_only);
+    visit(
+        "max_age", [](auto& o) -> auto& { return o.max_age; }, sliding_only);
+    visit(
+        "cap.kind", [](auto& o) -> auto& { return o.cap.kind; }, always);
+    visit(
+        "cap.value", [](auto& o) -> auto& { return o.cap.value; }, fixed_cap_only);
+    visit(
+        "cap.quantile", [](auto& o) -> auto& { return o.cap.quantile; }, quantile_cap_only);
+    visit(
+        "cap.warmup", [](auto& o) -> auto& { return o.cap.warmup; }, quantile_cap_only);
+    visit(
+        "cap.action", [](auto& o) -> auto& { return o.cap.action; }, capped_only);
+    visit(
+        "memory_budget", [](auto& o) -> auto& { return o.memory_budget; }, always);
+    visit(
+        "largest_first", [](auto& o) -> auto& { return o.largest_first; }, always);
 }
 
 inline void check_cap_and_budget(const options& opt) {
@@ -201,10 +228,8 @@ inline void check_cap_and_budget(const options& opt) {
 
 /// Throws bcl::error naming the first invalid option. Called by every balancer constructor.
 inline void validate(const options& opt) {
-    if (opt.batch_size == 0)
-        throw error("bcl::options::batch_size must be at least 1 (got 0)");
-    if (opt.lookahead == 0)
-        throw error("bcl::options::lookahead must be at least 1 (got 0)");
+    if (opt.batch_size == 0) throw error("bcl::options::batch_size must be at least 1 (got 0)");
+    if (opt.lookahead == 0) throw error("bcl::options::lookahead must be at least 1 (got 0)");
     if (opt.batch_size > max_window_records / opt.lookahead)
         throw error("bcl::options: batch_size * lookahead = " + std::to_string(opt.batch_size) +
                     " * " + std::to_string(opt.lookahead) + " exceeds the largest window of " +

@@ -27,7 +27,9 @@ concept memory_estimator = requires(E& e, const Record& r) {
 /// most `cap` (e.g. cut tokens); the balancer then estimates it again, and clips an estimate that
 /// is still above the cap.
 template <class E, class Record>
-concept truncating_estimator = requires(E& e, Record& r, double cap) { e.truncate(r, cap); };
+concept truncating_estimator = requires(E& e, Record& r, double cap) {
+    e.truncate(r, cap);
+};
 
 /// A cost estimator together with a memory estimator; see bcl::with_memory.
 template <class Cost, class Memory>
@@ -36,21 +38,15 @@ struct memory_aware_cost {
     Memory memory_of;
 
     template <class Record>
-        requires std::invocable<Cost&, const Record&>
-    decltype(auto) operator()(const Record& r) {
-        return std::invoke(cost, r);
-    }
+    requires std::invocable<Cost&, const Record&>
+    decltype(auto) operator()(const Record& r) { return std::invoke(cost, r); }
     template <class Record>
-        requires std::invocable<Memory&, const Record&>
-    double memory(const Record& r) {
-        return static_cast<double>(std::invoke(memory_of, r));
-    }
+    requires std::invocable<Memory&, const Record&>
+    double memory(const Record& r) { return static_cast<double>(std::invoke(memory_of, r)); }
     // Keeps a truncation the wrapped estimator may have.
     template <class Record>
-        requires truncating_estimator<Cost, Record>
-    void truncate(Record& r, double cap) {
-        cost.truncate(r, cap);
-    }
+    requires truncating_estimator<Cost, Record>
+    void truncate(Record& r, double cap) { cost.truncate(r, cap); }
 };
 
 /// A cost estimator together with a truncation; see bcl::with_truncation.
@@ -60,21 +56,15 @@ struct truncating_cost {
     Truncate truncate_to;
 
     template <class Record>
-        requires std::invocable<Estimator&, const Record&>
-    decltype(auto) operator()(const Record& r) {
-        return std::invoke(estimator, r);
-    }
+    requires std::invocable<Estimator&, const Record&>
+    decltype(auto) operator()(const Record& r) { return std::invoke(estimator, r); }
     template <class Record>
-        requires std::invocable<Truncate&, Record&, double>
-    void truncate(Record& r, double cap) {
-        std::invoke(truncate_to, r, cap);
-    }
+    requires std::invocable<Truncate&, Record&, double>
+    void truncate(Record& r, double cap) { std::invoke(truncate_to, r, cap); }
     // Keeps a memory estimate the wrapped estimator may have.
     template <class Record>
-        requires memory_estimator<Estimator, Record>
-    double memory(const Record& r) {
-        return static_cast<double>(estimator.memory(r));
-    }
+    requires memory_estimator<Estimator, Record>
+    double memory(const Record& r) { return static_cast<double>(estimator.memory(r)); }
 };
 
 /// Attaches a memory estimate to a cost estimator, e.g.

@@ -68,12 +68,13 @@ private:
 
 /// What a balancer has done so far.
 struct statistics {
-    std::uint64_t records_in = 0;   ///< records accepted by push()
-    std::uint64_t records_out = 0;  ///< records handed out in batches
+    std::uint64_t records_in = 0;      ///< records accepted by push()
+    std::uint64_t records_out = 0;     ///< records handed out in batches
     std::uint64_t records_dropped = 0; ///< records dropped by drop_last (at most B-1)
-    std::uint64_t records_capped = 0; ///< records whose estimate was above the cap (clipped or truncated)
-    std::uint64_t batches = 0;      ///< batches handed out, the short final one included
-    std::uint64_t windows = 0;      ///< windows partitioned, the short final one included
+    std::uint64_t records_capped =
+        0;                     ///< records whose estimate was above the cap (clipped or truncated)
+    std::uint64_t batches = 0; ///< batches handed out, the short final one included
+    std::uint64_t windows = 0; ///< windows partitioned, the short final one included
     /// Estimated cost of each full batch handed out (the short final batch is left out: it is
     /// short by design and would only inflate the variability).
     running_stats batch_cost;

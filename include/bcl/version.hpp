@@ -1,5 +1,6 @@
 #pragma once
-// Version of the bcl headers. Kept in step with project(VERSION) in CMakeLists.txt; a test checks it.
+// Version of the bcl headers. Kept in step with project(VERSION) in CMakeLists.txt; a test checks
+// it.
 
 #include <bcl/detail/config.hpp>
 

@@ -1,19 +1,21 @@
-// bcl::lpt_swap_partitioner and bcl::detail::pack_lower_bound, checked against an exhaustive solver on
-// every window small enough to enumerate, and against values worked out by hand.
+// bcl::lpt_swap_partitioner and bcl::detail::pack_lower_bound, checked against an exhaustive solver
+// on every window small enough to enumerate, and against values worked out by hand.
 
 #include "../support/brute_force.hpp"
 #include "../support/distributions.hpp"
 
-#include <algorithm>
 #include <bcl/error.hpp>
 #include <bcl/partition/lower_bound.hpp>
 #include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
+
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/core.h>
 #include <functional>
 #include <limits>
 #include <span>
@@ -42,8 +44,7 @@ std::vector<double> pack_loads(const cost_list& costs, const std::vector<std::ui
                                std::size_t packs) {
     std::vector<double> load(packs, 0.0);
     for (std::size_t i = 0; i < costs.size(); ++i)
-        if (pack_of[i] < packs)
-            load[pack_of[i]] += costs[i];
+        if (pack_of[i] < packs) load[pack_of[i]] += costs[i];
     return load;
 }
 
@@ -102,8 +103,7 @@ const std::vector<solved_window>& small_windows() {
         std::uint64_t counter = 0;
         for (std::size_t k = 2; k <= 4; ++k)
             for (std::size_t b = 2; b <= 4; ++b) {
-                if (k * b > 12)
-                    continue;
+                if (k * b > 12) continue;
                 std::vector<std::size_t> sizes{k * b, k * b - 1, (k - 1) * b + 1};
                 std::sort(sizes.begin(), sizes.end());
                 sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -267,8 +267,8 @@ TEST_CASE("When the partitioner stops above the lower bound, no single swap betw
     bcl::lpt_swap_partitioner p;
     std::uint64_t counter = 0;
     std::size_t stopped_above_bound = 0;
-    for (const std::size_t k : {2, 3, 4, 8})
-        for (const std::size_t b : {2, 3, 5, 8, 32})
+    for (const std::size_t k : {2u, 3u, 4u, 8u})
+        for (const std::size_t b : {2u, 3u, 5u, 8u, 32u})
             for (const std::size_t n : {k * b, k * b - 1})
                 for (const distribution& dist : all_distributions())
                     for (int rep = 0; rep < 5; ++rep) {
@@ -277,8 +277,7 @@ TEST_CASE("When the partitioner stops above the lower bound, no single swap betw
                                          seed));
                         const cost_list costs = dist.generate(n, seed);
                         const outcome o = partition(p, costs, k, b);
-                        if (at_most(o.summary.heaviest, o.summary.lower_bound))
-                            continue;
+                        if (at_most(o.summary.heaviest, o.summary.lower_bound)) continue;
                         ++stopped_above_bound;
                         std::vector<std::vector<double>> members(k);
                         for (std::size_t i = 0; i < n; ++i)
@@ -287,20 +286,17 @@ TEST_CASE("When the partitioner stops above the lower bound, no single swap betw
                         const double top = *std::max_element(loads.begin(), loads.end());
                         bool some_heaviest_is_stuck = false;
                         for (std::size_t h = 0; h < k; ++h) {
-                            if (loads[h] < top * (1 - 1e-12))
-                                continue;
+                            if (loads[h] < top * (1 - 1e-12)) continue;
                             bool improvable = false;
                             for (std::size_t q = 0; q < k; ++q) {
-                                if (loads[q] >= loads[h])
-                                    continue;
+                                if (loads[q] >= loads[h]) continue;
                                 const double gap = loads[h] - loads[q];
                                 for (const double x : members[h])
                                     for (const double y : members[q])
                                         if (std::min(x - y, gap - (x - y)) > 1e-9 * top)
                                             improvable = true;
                             }
-                            if (!improvable)
-                                some_heaviest_is_stuck = true;
+                            if (!improvable) some_heaviest_is_stuck = true;
                         }
                         CHECK(some_heaviest_is_stuck);
                     }
@@ -362,8 +358,8 @@ TEST_CASE("pack_lower_bound equals hand-derived values on tiny windows", "[lower
 TEST_CASE("pack_lower_bound_sorted on sorted costs equals pack_lower_bound on any order",
           "[lower-bound]") {
     std::uint64_t counter = 0;
-    for (const std::size_t k : {1, 2, 3, 8})
-        for (const std::size_t b : {1, 2, 5})
+    for (const std::size_t k : {1u, 2u, 3u, 8u})
+        for (const std::size_t b : {1u, 2u, 5u})
             for (const distribution& dist : all_distributions()) {
                 const cost_list costs = dist.generate(k * b, case_seed(++counter));
                 cost_list desc = costs;

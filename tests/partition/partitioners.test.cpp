@@ -3,6 +3,9 @@
 // Checked against the pack-size contract, against an independent exhaustive solver on every
 // window small enough to enumerate, and against values worked out by hand.
 
+#include "../support/brute_force.hpp"
+#include "../support/distributions.hpp"
+
 #include <bcl/error.hpp>
 #include <bcl/partition/exact.hpp>
 #include <bcl/partition/karmarkar_karp.hpp>
@@ -12,9 +15,6 @@
 #include <bcl/partition/partitioner.hpp>
 #include <bcl/partition/snake.hpp>
 #include <bcl/partition/swap_refinement.hpp>
-
-#include "../support/brute_force.hpp"
-#include "../support/distributions.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/core.h>
@@ -44,8 +44,12 @@ std::vector<std::size_t> size_list(std::initializer_list<unsigned> list) {
 
 /// a <= b up to a relative 1e-9 (sums of the same numbers in different orders differ in the last
 /// bits).
-bool at_most(double a, double b) { return a <= b + 1e-9 * std::abs(b); }
-bool about_equal(double a, double b) { return at_most(a, b) && at_most(b, a); }
+bool at_most(double a, double b) {
+    return a <= b + 1e-9 * std::abs(b);
+}
+bool about_equal(double a, double b) {
+    return at_most(a, b) && at_most(b, a);
+}
 
 /// One partitioner behind a uniform call, so every property below runs over all of them.
 struct named_partitioner {
@@ -84,7 +88,8 @@ std::vector<named_partitioner> all_partitioners() {
             wrap<bcl::lpt_swap_partitioner>("lpt_swap"),
             wrap<bcl::detail::karmarkar_karp_partitioner>("karmarkar_karp"),
             wrap<bcl::detail::snake_partitioner>("snake"),
-            wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
+            wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>(
+                "refined<karmarkar_karp>"),
             wrap<bcl::detail::refined<bcl::detail::snake_partitioner>>("refined<snake>"),
             wrap<refine_arrival_order>("swap_refinement(arrival order)"),
             wrap<bcl::detail::exact_partitioner>("exact", 12)};
@@ -325,7 +330,8 @@ TEST_CASE("The default finds the optimum of nearly every small window; refinemen
     };
     std::vector<named_partitioner> partitioners{
         wrap<bcl::lpt_swap_partitioner>("lpt_swap"),
-        wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
+        wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>(
+            "refined<karmarkar_karp>"),
         wrap<bcl::detail::refined<bcl::detail::snake_partitioner>>("refined<snake>"),
         wrap<bcl::detail::karmarkar_karp_partitioner>("karmarkar_karp"),
         wrap<bcl::detail::lpt_partitioner>("lpt")};
@@ -469,7 +475,8 @@ TEST_CASE("When refinement stops above the bound, no single swap between the hea
           "another pack would lower it (the documented stopping rule), whatever the start",
           "[partitioners][refinement]") {
     std::vector<named_partitioner> refined{
-        wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>("refined<karmarkar_karp>"),
+        wrap<bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>>(
+            "refined<karmarkar_karp>"),
         wrap<bcl::detail::refined<bcl::detail::snake_partitioner>>("refined<snake>"),
         wrap<refine_arrival_order>("swap_refinement(arrival order)")};
     std::uint64_t counter = 1500;
@@ -529,8 +536,7 @@ TEST_CASE("With refinement effort off, swap refinement is plain 1-for-1 refineme
 // The lower bound's grouped term
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("The grouped bound: big items cannot all have the cheapest partners",
-          "[lower-bound]") {
+TEST_CASE("The grouped bound: big items cannot all have the cheapest partners", "[lower-bound]") {
     SECTION("{11,10,8,2,2,2,2,1,0}, K=3, B=3 -> 13") {
         // total/K = 38/3 = 12.67 and every single-item or pigeonhole term is at most 12. But 11
         // and 10 lie in two different packs (together they already weigh 21), which hold four
@@ -577,8 +583,8 @@ TEST_CASE("The bound the partitioners report is pack_lower_bound_sorted's, up to
                 std::vector<std::uint32_t> pack_of(costs.size());
                 const double reported = p(costs, {k, b}, pack_of).lower_bound;
                 const double direct = bcl::detail::pack_lower_bound(costs, {k, b});
-                INFO(fmt::format("K={} B={} costs={}: {} vs {}", k, b, dist.name, reported,
-                                 direct));
+                INFO(
+                    fmt::format("K={} B={} costs={}: {} vs {}", k, b, dist.name, reported, direct));
                 CHECK(std::abs(reported - direct) <= 1e-12 * std::max(1.0, std::abs(direct)));
             }
 }

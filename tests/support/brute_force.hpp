@@ -2,10 +2,11 @@
 // Exact solvers for tiny windows, written independently of bcl's partitioner and lower bound: the
 // reference that the heuristic and the bound are checked against.
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/core.h>
 #include <functional>
 #include <limits>
 #include <span>
@@ -59,22 +60,18 @@ struct search {
         }
         const double c = items[next];
         for (std::size_t p = 0; p < caps.size(); ++p) {
-            if (count[p] == caps[p])
-                continue;
+            if (count[p] == caps[p]) continue;
             // Symmetry: empty packs of equal capacity are interchangeable, so only the first of
             // them is tried.
             if (count[p] == 0) {
                 bool earlier_twin = false;
                 for (std::size_t q = 0; q < p; ++q)
-                    if (count[q] == 0 && caps[q] == caps[p])
-                        earlier_twin = true;
-                if (earlier_twin)
-                    continue;
+                    if (count[q] == 0 && caps[q] == caps[p]) earlier_twin = true;
+                if (earlier_twin) continue;
             }
             const double old_load = load[p];
             const double new_load = old_load + c;
-            if (new_load >= best)
-                continue; // cannot beat what we already have
+            if (new_load >= best) continue; // cannot beat what we already have
             load[p] = new_load;
             ++count[p];
             place(next + 1, std::max(heaviest, new_load));
@@ -91,14 +88,11 @@ struct search {
 inline double brute_force_min_heaviest(std::span<const double> costs,
                                        std::span<const std::size_t> capacities) {
     std::size_t slots = 0;
-    for (const std::size_t c : capacities)
-        slots += c;
+    for (const std::size_t c : capacities) slots += c;
     if (slots != costs.size())
         throw std::invalid_argument("brute_force_min_heaviest: capacities do not add up to n");
-    if (costs.size() > 14)
-        throw std::invalid_argument("brute_force_min_heaviest: n too large");
-    if (costs.empty())
-        return 0.0;
+    if (costs.size() > 14) throw std::invalid_argument("brute_force_min_heaviest: n too large");
+    if (costs.empty()) return 0.0;
     detail::search s;
     s.items.assign(costs.begin(), costs.end());
     std::sort(s.items.begin(), s.items.end(), std::greater<>{});
@@ -115,8 +109,7 @@ inline double plain_enumeration_min_heaviest(std::span<const double> costs,
                                              std::span<const std::size_t> capacities) {
     const std::size_t n = costs.size();
     const std::size_t k = capacities.size();
-    if (n == 0)
-        return 0.0;
+    if (n == 0) return 0.0;
     std::vector<std::size_t> label(n, 0);
     double best = std::numeric_limits<double>::infinity();
     for (;;) {
@@ -127,16 +120,12 @@ inline double plain_enumeration_min_heaviest(std::span<const double> costs,
             load[label[i]] += costs[i];
         }
         bool fits = true;
-        for (std::size_t p = 0; p < k; ++p)
-            fits = fits && count[p] == capacities[p];
-        if (fits)
-            best = std::min(best, *std::max_element(load.begin(), load.end()));
+        for (std::size_t p = 0; p < k; ++p) fits = fits && count[p] == capacities[p];
+        if (fits) best = std::min(best, *std::max_element(load.begin(), load.end()));
         // Next labelling, as an odometer in base k.
         std::size_t i = 0;
-        while (i < n && ++label[i] == k)
-            label[i++] = 0;
-        if (i == n)
-            return best;
+        while (i < n && ++label[i] == k) label[i++] = 0;
+        if (i == n) return best;
     }
 }
 

@@ -6,14 +6,16 @@
 
 #include "distributions.hpp"
 
-#include <algorithm>
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
 #include <bcl/options.hpp>
 #include <bcl/statistics.hpp>
+
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/core.h>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -43,16 +45,14 @@ struct run_result {
 inline std::vector<rec> make_records(const cost_list& costs) {
     std::vector<rec> records;
     records.reserve(costs.size());
-    for (std::size_t i = 0; i < costs.size(); ++i)
-        records.push_back({i, costs[i]});
+    for (std::size_t i = 0; i < costs.size(); ++i) records.push_back({i, costs[i]});
     return records;
 }
 
 inline std::vector<std::uint64_t> ids_of(std::span<rec> batch) {
     std::vector<std::uint64_t> ids;
     ids.reserve(batch.size());
-    for (const rec& r : batch)
-        ids.push_back(r.id);
+    for (const rec& r : batch) ids.push_back(r.id);
     return ids;
 }
 
@@ -81,8 +81,7 @@ inline run_result run(driver d, const cost_list& costs, const bcl::options& opt)
     run_result result;
     if (d == driver::range) {
         auto view = bcl::balance(make_records(costs), cost_of{}, opt);
-        for (auto&& batch : view)
-            result.batches.push_back(ids_of(batch));
+        for (auto&& batch : view) result.batches.push_back(ids_of(batch));
         result.stats = view.balancer().stats();
         return result;
     }
@@ -91,20 +90,17 @@ inline run_result run(driver d, const cost_list& costs, const bcl::options& opt)
         if (d == driver::lazy) {
             while (!b.can_push()) {
                 auto batch = b.pop();
-                if (!batch)
-                    throw std::logic_error("can_push() is false but pop() has nothing");
+                if (!batch) throw std::logic_error("can_push() is false but pop() has nothing");
                 result.batches.push_back(ids_of(*batch));
             }
             b.push(rec{i, costs[i]});
         } else {
             b.push(rec{i, costs[i]});
-            while (auto batch = b.pop())
-                result.batches.push_back(ids_of(*batch));
+            while (auto batch = b.pop()) result.batches.push_back(ids_of(*batch));
         }
     }
     b.finish();
-    while (auto batch = b.pop())
-        result.batches.push_back(ids_of(*batch));
+    while (auto batch = b.pop()) result.batches.push_back(ids_of(*batch));
     result.stats = b.stats();
     return result;
 }
@@ -139,14 +135,11 @@ inline std::string check_exactly_once(const batch_ids& batches, std::size_t n, s
     std::vector<std::uint64_t> seen(kept, 0);
     for (const auto& batch : batches)
         for (const std::uint64_t id : batch) {
-            if (id >= kept)
-                return fmt::format("record {} came out but should not have", id);
-            if (++seen[id] > 1)
-                return fmt::format("record {} came out twice", id);
+            if (id >= kept) return fmt::format("record {} came out but should not have", id);
+            if (++seen[id] > 1) return fmt::format("record {} came out twice", id);
         }
     for (std::size_t id = 0; id < kept; ++id)
-        if (seen[id] == 0)
-            return fmt::format("record {} never came out", id);
+        if (seen[id] == 0) return fmt::format("record {} never came out", id);
     return {};
 }
 
@@ -174,7 +167,10 @@ struct scenario {
 
     [[nodiscard]] cost_list costs() const { return dist->generate(n, seed); }
     [[nodiscard]] bcl::options options() const {
-        return {.batch_size = b, .lookahead = k, .drop_last = drop_last, .seed = seed ^ 0xb5c1,
+        return {.batch_size = b,
+                .lookahead = k,
+                .drop_last = drop_last,
+                .seed = seed ^ 0xb5c1,
                 .policy = bcl::lookahead_policy::tumbling};
     }
     [[nodiscard]] std::string describe() const {

@@ -43,8 +43,7 @@ inline std::uint64_t uniform_integer(std::mt19937_64& gen, std::uint64_t lo, std
 inline cost_list uniform_costs(std::size_t n, std::uint64_t seed) {
     std::mt19937_64 gen(seed);
     cost_list costs(n);
-    for (double& c : costs)
-        c = 1.0 + 999.0 * unit_interval(gen);
+    for (double& c : costs) c = 1.0 + 999.0 * unit_interval(gen);
     return costs;
 }
 
@@ -52,8 +51,7 @@ inline cost_list uniform_costs(std::size_t n, std::uint64_t seed) {
 inline cost_list lognormal_costs(std::size_t n, std::uint64_t seed) {
     std::mt19937_64 gen(seed);
     cost_list costs(n);
-    for (double& c : costs)
-        c = std::exp(6.0 + 1.0 * standard_normal(gen));
+    for (double& c : costs) c = std::exp(6.0 + 1.0 * standard_normal(gen));
     return costs;
 }
 
@@ -61,8 +59,7 @@ inline cost_list lognormal_costs(std::size_t n, std::uint64_t seed) {
 inline cost_list pareto_costs(std::size_t n, std::uint64_t seed) {
     std::mt19937_64 gen(seed);
     cost_list costs(n);
-    for (double& c : costs)
-        c = 100.0 / std::pow(unit_interval_no_zero(gen), 1.0 / 1.5);
+    for (double& c : costs) c = 100.0 / std::pow(unit_interval_no_zero(gen), 1.0 / 1.5);
     return costs;
 }
 
@@ -80,10 +77,8 @@ inline cost_list zero_costs(std::size_t n, std::uint64_t /*seed*/) {
 inline cost_list giant_outlier_costs(std::size_t n, std::uint64_t seed) {
     std::mt19937_64 gen(seed);
     cost_list costs(n);
-    for (double& c : costs)
-        c = static_cast<double>(uniform_integer(gen, 1, 10));
-    if (n > 0)
-        costs[uniform_integer(gen, 0, n - 1)] = 1e9;
+    for (double& c : costs) c = static_cast<double>(uniform_integer(gen, 1, 10));
+    if (n > 0) costs[uniform_integer(gen, 0, n - 1)] = 1e9;
     return costs;
 }
 
@@ -105,8 +100,7 @@ inline cost_list descending_costs(std::size_t n, std::uint64_t seed) {
 inline cost_list three_values_costs(std::size_t n, std::uint64_t seed) {
     std::mt19937_64 gen(seed);
     cost_list costs(n);
-    for (double& c : costs)
-        c = static_cast<double>(uniform_integer(gen, 1, 3));
+    for (double& c : costs) c = static_cast<double>(uniform_integer(gen, 1, 3));
     return costs;
 }
 
@@ -114,16 +108,14 @@ inline cost_list three_values_costs(std::size_t n, std::uint64_t seed) {
 inline cost_list two_values_costs(std::size_t n, std::uint64_t seed) {
     std::mt19937_64 gen(seed);
     cost_list costs(n);
-    for (double& c : costs)
-        c = uniform_integer(gen, 0, 9) == 0 ? 1000.0 : 1.0;
+    for (double& c : costs) c = uniform_integer(gen, 0, 9) == 0 ? 1000.0 : 1.0;
     return costs;
 }
 
 /// Lognormal rounded to a multiple of 100 (zero included): heavy tail and many ties.
 inline cost_list rounded_lognormal_costs(std::size_t n, std::uint64_t seed) {
     cost_list costs = lognormal_costs(n, seed);
-    for (double& c : costs)
-        c = 100.0 * std::round(c / 100.0);
+    for (double& c : costs) c = 100.0 * std::round(c / 100.0);
     return costs;
 }
 

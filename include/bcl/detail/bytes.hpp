@@ -49,11 +49,14 @@ public:
     /// Checks the trailing checksum; throws bcl::error if the bytes are too short or corrupted.
     explicit byte_reader(std::string_view bytes) {
         if (bytes.size() < 8)
-            throw error("bcl: saved state is truncated (" + std::to_string(bytes.size()) + " bytes)");
+            throw error("bcl: saved state is truncated (" + std::to_string(bytes.size()) +
+                        " bytes)");
         m_in = bytes.substr(0, bytes.size() - 8);
         std::uint64_t stored = 0;
         for (int i = 0; i < 8; ++i)
-            stored |= std::uint64_t{static_cast<unsigned char>(bytes[bytes.size() - 8 + static_cast<std::size_t>(i)])} << (8 * i);
+            stored |= std::uint64_t{static_cast<unsigned char>(
+                          bytes[bytes.size() - 8 + static_cast<std::size_t>(i)])}
+                      << (8 * i);
         if (stored != fnv1a(m_in))
             throw error("bcl: saved state is corrupted or truncated (checksum mismatch)");
     }
@@ -62,7 +65,9 @@ public:
             throw error(std::string("bcl: saved state ends before ") + what);
         std::uint64_t v = 0;
         for (int i = 0; i < 8; ++i)
-            v |= std::uint64_t{static_cast<unsigned char>(m_in[m_pos + static_cast<std::size_t>(i)])} << (8 * i);
+            v |=
+                std::uint64_t{static_cast<unsigned char>(m_in[m_pos + static_cast<std::size_t>(i)])}
+                << (8 * i);
         m_pos += 8;
         return v;
     }

@@ -10,10 +10,12 @@
 #endif
 
 #if BCL_CPLUSPLUS < 202002L
-#error "bcl needs C++20: compile with -std=c++20 (or /std:c++20), or, in CMake, link bcl::bcl, which asks for cxx_std_20"
+#error                                                                                             \
+    "bcl needs C++20: compile with -std=c++20 (or /std:c++20), or, in CMake, link bcl::bcl, which asks for cxx_std_20"
 #endif
 
 // Clang 14 and 15 cannot compile libstdc++ 12's <ranges>, which bcl::balance builds on.
 #if defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ < 16
-#error "bcl needs Clang 16 or later (or GCC 12 or later): older Clang cannot compile the standard library's <ranges>"
+#error                                                                                             \
+    "bcl needs Clang 16 or later (or GCC 12 or later): older Clang cannot compile the standard library's <ranges>"
 #endif

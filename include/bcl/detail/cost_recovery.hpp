@@ -28,8 +28,7 @@ public:
     /// Sizes the scratch space for rounds of up to `items` items in up to `packs` packs.
     void reserve(std::size_t items, std::size_t packs) {
         m_sorted.reserve(items);
-        for (auto* v : {&m_order, &m_order_pos})
-            v->reserve(packs + 1);
+        for (auto* v : {&m_order, &m_order_pos}) v->reserve(packs + 1);
     }
 
     /// Improves the cost balance of the partition in `state`, every pack of which must be within
@@ -38,34 +37,28 @@ public:
         const std::size_t n = state.items();
         const std::size_t k = state.packs();
         m_order.resize(k);
-        for (std::size_t p = 0; p < k; ++p)
-            m_order[p] = static_cast<std::uint32_t>(p);
+        for (std::size_t p = 0; p < k; ++p) m_order[p] = static_cast<std::uint32_t>(p);
         std::sort(m_order.begin(), m_order.end(),
                   [&state](std::uint32_t a, std::uint32_t b) { return cheaper(state, a, b); });
         m_order_pos.resize(k);
-        for (std::size_t i = 0; i < k; ++i)
-            m_order_pos[m_order[i]] = static_cast<std::uint32_t>(i);
+        for (std::size_t i = 0; i < k; ++i) m_order_pos[m_order[i]] = static_cast<std::uint32_t>(i);
         state.reset_work();
         for (std::size_t round = 0; round < 2 * n + 2 * k && !state.out_of_work(); ++round) {
             const std::uint32_t h = m_order[k - 1];
-            if (state.pack_cost(h) <= target_cost)
-                return; // as balanced as the partition given
+            if (state.pack_cost(h) <= target_cost) return; // as balanced as the partition given
             bool moved = false;
             for (std::size_t i = 0; i + 1 < k && !state.out_of_work(); ++i) {
                 const std::uint32_t p = m_order[i];
-                if (!(state.pack_cost(h) > state.pack_cost(p)))
-                    break;
+                if (!(state.pack_cost(h) > state.pack_cost(p))) break;
                 const repair_swap c = best_swap(state, h, p);
-                if (c.x == repair_swap::none)
-                    continue;
+                if (c.x == repair_swap::none) continue;
                 state.exchange(c.x, c.y);
                 reorder(state, h);
                 reorder(state, p);
                 moved = true;
                 break;
             }
-            if (!moved)
-                return;
+            if (!moved) return;
         }
     }
 
@@ -134,20 +127,16 @@ private:
             auto up = at;
             for (std::size_t step = 0; up != sorted_end && step < cost_scan_width; ++up, ++step) {
                 const double moved = cx - s.cost(*up);
-                if (!(moved > 0.0) || std::abs(moved - half) >= best_distance)
-                    break;
-                if (consider(x, *up, moved))
-                    break;
+                if (!(moved > 0.0) || std::abs(moved - half) >= best_distance) break;
+                if (consider(x, *up, moved)) break;
             }
             // Downward: cheaper partners move more than half the gap.
             auto down = at;
             for (std::size_t step = 0; down != sorted_begin && step < cost_scan_width; ++step) {
                 --down;
                 const double moved = cx - s.cost(*down);
-                if (!(moved < gap) || std::abs(moved - half) >= best_distance)
-                    break;
-                if (consider(x, *down, moved))
-                    break;
+                if (!(moved < gap) || std::abs(moved - half) >= best_distance) break;
+                if (consider(x, *down, moved)) break;
             }
             // The partners whose memory keeps both packs within budget, from either end of that
             // window: under a tight budget the cost-ideal ones above rarely fit.

@@ -51,7 +51,8 @@ public:
             const std::uint64_t emitted_batch = m_first_batch + rank;
             // A record of a later arrival batch can go out in an earlier batch: delay 0. Masked,
             // not selected: which records do is a coin flip, and GCC makes a selection a branch.
-            const std::uint64_t late = std::uint64_t{0} - std::uint64_t{emitted_batch > m_arrival_batch};
+            const std::uint64_t late =
+                std::uint64_t{0} - std::uint64_t{emitted_batch > m_arrival_batch};
             const std::uint64_t delay = (emitted_batch - m_arrival_batch) & late;
             ++m_counts[(i % tables) * m_widest + delay];
         }
@@ -78,7 +79,8 @@ public:
         // The oldest record arrived first and the last batch goes out last: no delay is larger.
         const std::uint64_t last_batch = first_batch + packs - 1;
         m_widest = static_cast<std::size_t>(
-                       last_batch > c.m_arrival_batch ? last_batch - c.m_arrival_batch : 0) + 1;
+                       last_batch > c.m_arrival_batch ? last_batch - c.m_arrival_batch : 0) +
+                   1;
         m_counts.assign(tables * m_widest, 0);
         stats.delay_histogram.reserve(m_widest);
         c.m_counts = m_counts.data();
@@ -111,8 +113,9 @@ public:
         const auto records = static_cast<double>(count);
         const double mean = static_cast<double>(sum) / records;
         const double m2 = static_cast<double>(square_sum) - static_cast<double>(sum) * mean;
-        stats.delay_batches.merge(stats_access::make(
-            {count, mean, std::max(0.0, m2), static_cast<double>(lowest), static_cast<double>(highest)}));
+        stats.delay_batches.merge(
+            stats_access::make({count, mean, std::max(0.0, m2), static_cast<double>(lowest),
+                                static_cast<double>(highest)}));
         stats.max_delay_batches = std::max(stats.max_delay_batches, highest);
     }
 

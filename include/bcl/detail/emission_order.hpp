@@ -27,14 +27,16 @@ public:
 
     /// Ranks `packs` packs (the last one short if `has_short`) of round number `round`; `size` is
     /// each pack's memory or cost, for largest_first. rank()[p] is then pack p's place.
-    void order(std::size_t packs, bool has_short, std::uint64_t round, std::span<const double> size) {
+    void order(std::size_t packs, bool has_short, std::uint64_t round,
+               std::span<const double> size) {
         const std::size_t full_packs = packs - (has_short ? 1 : 0);
         m_rank.resize(packs);
         for (std::size_t p = 0; p < packs; ++p) m_rank[p] = static_cast<std::uint32_t>(p);
         if (m_shuffle) shuffle(m_rank.data(), full_packs, m_rng);
         if (m_largest_first && round == 0 && full_packs > 0) {
             const auto largest = static_cast<std::size_t>(
-                std::max_element(size.begin(), size.begin() + static_cast<std::ptrdiff_t>(full_packs)) -
+                std::max_element(size.begin(),
+                                 size.begin() + static_cast<std::ptrdiff_t>(full_packs)) -
                 size.begin());
             const auto first = static_cast<std::size_t>(
                 std::find(m_rank.begin(), m_rank.end(), 0U) - m_rank.begin());

@@ -61,8 +61,7 @@ public:
         std::size_t r = 0;
         std::size_t next = 0; // the first pack item r may still try
         while (r < n) {
-            if (n > exact_items && state.out_of_work())
-                return false;
+            if (n > exact_items && state.out_of_work()) return false;
             const double m = state.memory(r);
             std::size_t p = next;
             for (; p < k; ++p) {
@@ -75,8 +74,7 @@ public:
                 for (std::size_t q = 0; q < p && !twin; ++q)
                     twin = m_fill[q] == m_fill[p] && shape.capacity(q, n) - m_count[q] == free;
                 state.add_work(p);
-                if (!twin)
-                    break;
+                if (!twin) break;
             }
             if (p < k) { // place item r into pack p and go deeper
                 m_undo[r] = m_fill[p];
@@ -87,16 +85,14 @@ public:
                 next = 0;
                 continue;
             }
-            if (r == 0)
-                return false; // every branch tried
-            --r;              // take the previous item back out and try its next pack
+            if (r == 0) return false; // every branch tried
+            --r;                      // take the previous item back out and try its next pack
             const std::uint32_t q = m_pack[r];
             m_fill[q] = m_undo[r]; // restored exactly, not by subtracting
             --m_count[q];
             next = q + 1;
         }
-        for (std::size_t i = 0; i < n; ++i)
-            pack_of[state.position(i)] = m_pack[i];
+        for (std::size_t i = 0; i < n; ++i) pack_of[state.position(i)] = m_pack[i];
         return true;
     }
 

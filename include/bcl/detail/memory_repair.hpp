@@ -65,8 +65,7 @@ public:
                       pack_shape shape, std::span<std::uint32_t> pack_of, double budget) {
         reserve(memory, shape);
         const double given = heaviest(memory, shape.packs, pack_of);
-        if (given <= budget)
-            return given;
+        if (given <= budget) return given;
         m_memory = memory;
         m_state.start(costs, memory, shape, budget);
         m_items.resize(costs.size());
@@ -76,18 +75,15 @@ public:
         // 1. Shed memory from the cost-balanced partition.
         m_state.load(pack_of);
         m_target_cost = *std::ranges::max_element(m_state.pack_costs());
-        if (settle(m_shedding.run(m_state), pack_of))
-            return m_result;
+        if (settle(m_shedding.run(m_state), pack_of)) return m_result;
         // 2. Start again from a memory-first partition.
         m_partitioner(memory, shape, std::span<std::uint32_t>(m_items));
         m_state.load(m_items);
-        if (settle(m_shedding.run(m_state), pack_of))
-            return m_result;
+        if (settle(m_shedding.run(m_state), pack_of)) return m_result;
         // 4. Depth-first search (3 runs inside settle, on success).
         if (m_fit_search.run(m_state, m_items)) {
             m_state.load(m_items);
-            if (settle(true, pack_of))
-                return m_result;
+            if (settle(true, pack_of)) return m_result;
         }
         std::copy(m_best.begin(), m_best.end(), pack_of.begin());
         return m_best_heaviest;
@@ -99,16 +95,14 @@ public:
     void reserve(std::span<const double> memory, pack_shape shape) {
         const std::size_t n = memory.size();
         const std::size_t k = shape.packs;
-        if (n <= m_warm_items && k <= m_warm_packs)
-            return;
+        if (n <= m_warm_items && k <= m_warm_packs) return;
         m_warm_items = std::max(m_warm_items, n);
         m_warm_packs = std::max(m_warm_packs, k);
         m_state.reserve(m_warm_items, m_warm_packs);
         m_shedding.reserve(m_warm_packs);
         m_recovery.reserve(m_warm_items, m_warm_packs);
         m_fit_search.reserve(m_warm_items, m_warm_packs);
-        for (auto* v : {&m_items, &m_best})
-            v->reserve(m_warm_items);
+        for (auto* v : {&m_items, &m_best}) v->reserve(m_warm_items);
         m_exact.reserve(m_warm_packs);
         m_items.resize(n);
         m_partitioner(memory, shape, std::span<std::uint32_t>(m_items));
@@ -119,8 +113,7 @@ private:
     double heaviest(std::span<const double> memory, std::size_t packs,
                     std::span<const std::uint32_t> pack_of) {
         m_exact.assign(packs, 0.0);
-        for (std::size_t i = 0; i < memory.size(); ++i)
-            m_exact[pack_of[i]] += memory[i];
+        for (std::size_t i = 0; i < memory.size(); ++i) m_exact[pack_of[i]] += memory[i];
         return m_exact.empty() ? 0.0 : *std::max_element(m_exact.begin(), m_exact.end());
     }
 

@@ -39,14 +39,11 @@ class memory_repair_state {
 public:
     /// Sizes the scratch space for rounds of up to `items` items in up to `packs` packs.
     void reserve(std::size_t items, std::size_t packs) {
-        for (auto* v : {&m_pack, &m_slot, &m_member, &m_saved})
-            v->reserve(items);
+        for (auto* v : {&m_pack, &m_slot, &m_member, &m_saved}) v->reserve(items);
         m_cost_of.reserve(items);
         m_ranked.reserve(items);
-        for (auto* v : {&m_first, &m_count})
-            v->reserve(packs + 1);
-        for (auto* v : {&m_pack_memory, &m_pack_cost})
-            v->reserve(packs);
+        for (auto* v : {&m_first, &m_count}) v->reserve(packs + 1);
+        for (auto* v : {&m_pack_memory, &m_pack_cost}) v->reserve(packs);
     }
 
     /// Begins a round: ranks `memory` (throws bcl::error if a value is negative, infinite or NaN)
@@ -59,8 +56,7 @@ public:
         m_budget = budget;
         m_ranked.assign(memory, "bcl::detail::memory_repair");
         m_cost_of.resize(m_n);
-        for (std::size_t r = 0; r < m_n; ++r)
-            m_cost_of[r] = costs[m_ranked.position(r)];
+        for (std::size_t r = 0; r < m_n; ++r) m_cost_of[r] = costs[m_ranked.position(r)];
         m_work_limit = 64 * m_n + 65536;
     }
 
@@ -78,8 +74,7 @@ public:
             m_pack_cost[p] += m_cost_of[r];
             ++m_first[p + 1];
         }
-        for (std::size_t p = 0; p < m_k; ++p)
-            m_first[p + 1] += m_first[p];
+        for (std::size_t p = 0; p < m_k; ++p) m_first[p + 1] += m_first[p];
         m_count.assign(m_first.begin(), m_first.end() - 1); // next free slot of each pack
         m_member.resize(m_n);
         m_slot.resize(m_n);
@@ -93,8 +88,7 @@ public:
 
     /// Writes the partition back by item.
     void write(std::span<std::uint32_t> pack_of) const noexcept {
-        for (std::size_t r = 0; r < m_n; ++r)
-            pack_of[m_ranked.position(r)] = m_pack[r];
+        for (std::size_t r = 0; r < m_n; ++r) pack_of[m_ranked.position(r)] = m_pack[r];
     }
 
     /// Keeps a copy of the partition, for restore().

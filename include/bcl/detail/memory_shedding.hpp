@@ -41,22 +41,19 @@ public:
         build_tree(state);
         m_over.clear();
         for (std::size_t p = 0; p < k; ++p)
-            if (state.pack_memory(p) > budget)
-                m_over.push_back(static_cast<std::uint32_t>(p));
+            if (state.pack_memory(p) > budget) m_over.push_back(static_cast<std::uint32_t>(p));
         const auto less_memory = [&state](std::uint32_t a, std::uint32_t b) {
             return state.pack_memory(a) < state.pack_memory(b) ||
                    (state.pack_memory(a) == state.pack_memory(b) && a > b);
         };
         std::make_heap(m_over.begin(), m_over.end(), less_memory);
         for (std::size_t swaps = 0; !m_over.empty(); ++swaps) {
-            if (swaps > 4 * k + 4 || state.out_of_work())
-                return false;
+            if (swaps > 4 * k + 4 || state.out_of_work()) return false;
             std::pop_heap(m_over.begin(), m_over.end(), less_memory);
             const std::uint32_t h = m_over.back();
             m_over.pop_back();
             const repair_swap c = best_swap(state, h);
-            if (c.x == repair_swap::none)
-                return false;
+            if (c.x == repair_swap::none) return false;
             const std::uint32_t p = state.pack(c.y);
             state.exchange(c.x, c.y);
             update_tree(state, h);
@@ -78,18 +75,15 @@ private:
     repair_swap best_swap(memory_repair_state& s, std::uint32_t h) const {
         repair_swap best;
         const std::uint32_t roomiest = m_tree.empty() ? h : m_tree[1];
-        if (roomiest == h)
-            return best;
+        if (roomiest == h) return best;
         const double most_room = s.budget() - s.pack_memory(roomiest);
-        if (!(most_room > 0.0))
-            return best;
+        if (!(most_room > 0.0)) return best;
         const double need = s.pack_memory(h) - s.budget();
         const std::span<const double> desc = s.memories();
         const auto consider = [&](std::size_t x, std::size_t y) {
             const std::uint32_t p = s.pack(y);
             const double freed = s.memory(x) - s.memory(y);
-            if (!(freed > 0.0) || s.pack_memory(p) + freed > s.budget())
-                return;
+            if (!(freed > 0.0) || s.pack_memory(p) + freed > s.budget()) return;
             const double moved = s.cost(x) - s.cost(y);
             const double damage = std::max(s.pack_cost(h) - moved, s.pack_cost(p) + moved);
             const bool reaches = freed >= need;
@@ -98,8 +92,7 @@ private:
                 (reaches == best.reaches &&
                  (reaches ? damage < best.damage
                           : freed > best.freed || (freed == best.freed && damage < best.damage)));
-            if (better)
-                best = {x, y, reaches, freed, damage};
+            if (better) best = {x, y, reaches, freed, damage};
         };
         const std::span<const std::uint32_t> room = s.members(roomiest);
         for (const std::size_t x : s.members(h)) {
@@ -114,22 +107,18 @@ private:
                                          [target](double v) { return v > target; }) -
                     desc.begin());
                 for (const std::size_t last = std::min(s.items(), r + scan_width); r < last; ++r) {
-                    if (desc[r] < lowest)
-                        break;
-                    if (s.pack(r) != h)
-                        consider(x, r);
+                    if (desc[r] < lowest) break;
+                    if (s.pack(r) != h) consider(x, r);
                 }
             }
             // (b) The pack with the most room: its largest item at most the target, else its
             // smallest that still fits (the most memory it can take).
             const auto at = std::partition_point(
                 room.begin(), room.end(), [&](std::uint32_t y) { return s.memory(y) > target; });
-            if (at != room.end())
-                consider(x, *at);
+            if (at != room.end()) consider(x, *at);
             const auto fits = std::partition_point(
                 room.begin(), room.end(), [&](std::uint32_t y) { return s.memory(y) >= lowest; });
-            if (fits != room.begin())
-                consider(x, *(fits - 1));
+            if (fits != room.begin()) consider(x, *(fits - 1));
             s.add_work(2 * scan_width);
         }
         return best;
@@ -143,13 +132,11 @@ private:
         m_tree.resize(2 * m_leaves);
         for (std::size_t p = 0; p < m_leaves; ++p)
             m_tree[m_leaves + p] = static_cast<std::uint32_t>(std::min(p, k - 1));
-        for (std::size_t node = m_leaves; node-- > 1;)
-            replay(state, node);
+        for (std::size_t node = m_leaves; node-- > 1;) replay(state, node);
     }
 
     void update_tree(const memory_repair_state& state, std::uint32_t p) noexcept {
-        for (std::size_t node = (m_leaves + p) / 2; node >= 1; node /= 2)
-            replay(state, node);
+        for (std::size_t node = (m_leaves + p) / 2; node >= 1; node /= 2) replay(state, node);
     }
 
     void replay(const memory_repair_state& state, std::size_t node) noexcept {

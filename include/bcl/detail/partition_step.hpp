@@ -46,16 +46,17 @@ public:
                           pack_shape shape, double budget, std::uint64_t round) {
         const std::size_t n = costs.size();
         m_pack_of.resize(n);
-        partition_summary summary = m_partitioner(costs, shape, std::span<std::uint32_t>(m_pack_of));
+        partition_summary summary =
+            m_partitioner(costs, shape, std::span<std::uint32_t>(m_pack_of));
         const bool loads_given = summary.pack_loads.size() == shape.packs;
-        if (loads_given)
-            m_pack_cost.assign(summary.pack_loads.begin(), summary.pack_loads.end());
+        if (loads_given) m_pack_cost.assign(summary.pack_loads.begin(), summary.pack_loads.end());
         check_and_sum(shape, costs, memory, !loads_given);
         if constexpr (tracks_memory) {
             if (budget > 0.0 &&
                 *std::max_element(m_pack_memory.begin(), m_pack_memory.end()) > budget) {
                 const double heaviest = m_repair(costs, memory, shape, m_pack_of, budget);
-                if (heaviest > budget) throw_over_budget(memory, shape.packs, heaviest, budget, round);
+                if (heaviest > budget)
+                    throw_over_budget(memory, shape.packs, heaviest, budget, round);
                 check_and_sum(shape, costs, memory, true);
                 summary.heaviest = *std::max_element(m_pack_cost.begin(), m_pack_cost.end());
             } else if (budget > 0.0) {
@@ -98,7 +99,8 @@ private:
     // When the round's total memory alone exceeds packs * budget no split can fit, and the
     // message says so.
     [[noreturn]] static void throw_over_budget(std::span<const double> memory, std::size_t packs,
-                                               double heaviest, double budget, std::uint64_t round) {
+                                               double heaviest, double budget,
+                                               std::uint64_t round) {
         double total = 0.0;
         for (const double m : memory) total += m;
         const double per_batch = total / static_cast<double>(packs);
@@ -106,10 +108,10 @@ private:
                     std::to_string(round) + " could not be split into " + std::to_string(packs) +
                     " batches within memory_budget " + number_text(budget) +
                     " (the best split found has a batch of " + number_text(heaviest) + "; " +
-                    (per_batch > budget ? "no split can fit: together they need " +
-                                              number_text(per_batch) + " per batch on average"
-                                        : "they need " + number_text(per_batch) +
-                                              " per batch on average") +
+                    (per_batch > budget
+                         ? "no split can fit: together they need " + number_text(per_batch) +
+                               " per batch on average"
+                         : "they need " + number_text(per_batch) + " per batch on average") +
                     "); the records are still buffered");
     }
 

@@ -46,8 +46,9 @@ public:
         return m_buckets;
     }
     [[nodiscard]] std::uint64_t zeros() const noexcept { return m_zeros; }
-    [[nodiscard]] static quantile_sketch from_counts(const std::array<std::uint64_t, bucket_count>& buckets,
-                                                     std::uint64_t zeros) noexcept {
+    [[nodiscard]] static quantile_sketch
+    from_counts(const std::array<std::uint64_t, bucket_count>& buckets,
+                std::uint64_t zeros) noexcept {
         quantile_sketch s;
         s.m_buckets = buckets;
         s.m_zeros = zeros;

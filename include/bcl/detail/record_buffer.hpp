@@ -95,7 +95,9 @@ public:
     }
     [[nodiscard]] std::span<const double> round_costs() const noexcept { return m_round_costs; }
     [[nodiscard]] std::span<const double> round_memory() const noexcept { return m_round_memory; }
-    [[nodiscard]] std::span<const std::uint32_t> round_slots() const noexcept { return m_round_slots; }
+    [[nodiscard]] std::span<const std::uint32_t> round_slots() const noexcept {
+        return m_round_slots;
+    }
 
     /// Drops the (moved-from) chosen records and closes the gaps, keeping arrival order.
     void compact() noexcept {

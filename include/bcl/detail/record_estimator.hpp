@@ -42,7 +42,8 @@ public:
     record_estimator(Estimator estimator, const options& opt)
         : m_estimator(std::move(estimator)), m_budget(opt.memory_budget),
           m_truncate(opt.cap.kind != cap_kind::none && opt.cap.action == cap_action::truncate),
-          m_cost_only(!tracks_memory && opt.cap.kind == cap_kind::none && opt.memory_budget <= 0.0) {
+          m_cost_only(!tracks_memory && opt.cap.kind == cap_kind::none &&
+                      opt.memory_budget <= 0.0) {
         if (m_truncate && !truncating)
             throw error("bcl::options::cap.action is truncate, but the estimator has no "
                         "truncate(record, cap); attach one with bcl::with_truncation");

@@ -1,5 +1,6 @@
 #pragma once
-// What a lookahead policy's rounds are given: the shape settings, and the buffer as a round sees it.
+// What a lookahead policy's rounds are given: the shape settings, and the buffer as a round sees
+// it.
 
 #include <bcl/detail/config.hpp>
 
@@ -21,12 +22,12 @@ struct round_settings {
 
 /// The buffer at the start of a round that cannot take all of it: what a policy chooses from.
 struct round_inputs {
-    std::span<const double> costs;             ///< the buffered records' costs, in arrival order
-    std::span<const std::uint64_t> arrivals;   ///< their arrival positions (increasing)
-    std::uint64_t round = 0;                   ///< rounds run before this one
-    bool finished = false;                     ///< the input has ended (the buffer is all that is left)
-    double arrival_mean = 0.0;                 ///< long-run mean cost of every record accepted
-    std::size_t take = 0;                      ///< records the round takes: K*B, fewer than held
+    std::span<const double> costs;           ///< the buffered records' costs, in arrival order
+    std::span<const std::uint64_t> arrivals; ///< their arrival positions (increasing)
+    std::uint64_t round = 0;                 ///< rounds run before this one
+    bool finished = false;     ///< the input has ended (the buffer is all that is left)
+    double arrival_mean = 0.0; ///< long-run mean cost of every record accepted
+    std::size_t take = 0;      ///< records the round takes: K*B, fewer than held
 };
 
 } // namespace bcl::detail

@@ -52,7 +52,8 @@ public:
                         std::to_string(max_buffer) + " records");
         if (s.max_age + 1 < s.buffer_windows)
             throw error("bcl::options::max_age must be at least buffer_windows - 1 = " +
-                        std::to_string(s.buffer_windows - 1) + " (got " + std::to_string(s.max_age) +
+                        std::to_string(s.buffer_windows - 1) + " (got " +
+                        std::to_string(s.max_age) +
                         "): a full buffer needs that many rounds to empty");
         if (s.max_age >= max_delay / s.lookahead)
             throw error("bcl::options::max_age is too large (" + std::to_string(s.max_age) +
@@ -64,7 +65,8 @@ public:
 
     /// Whether a saved buffer could hold a record of arrival `arrival` after `round` rounds: not
     /// past its deadline (a record at its deadline is forced out in that round).
-    [[nodiscard]] bool may_hold(std::uint64_t arrival, std::size_t, std::uint64_t round) const noexcept {
+    [[nodiscard]] bool may_hold(std::uint64_t arrival, std::size_t,
+                                std::uint64_t round) const noexcept {
         return first_round(arrival) + settings.max_age >= round;
     }
 
@@ -101,7 +103,8 @@ private:
             const auto last = static_cast<std::uint64_t>(group - begin); // p + 1 of its last
             const std::uint64_t deadline = first + settings.max_age;
             const std::uint64_t rounds_left = deadline > in.round ? deadline - in.round : 0;
-            if (rounds_left <= last / per_round) due = std::max(due, last - rounds_left * per_round);
+            if (rounds_left <= last / per_round)
+                due = std::max(due, last - rounds_left * per_round);
         }
         return static_cast<std::size_t>(std::min<std::uint64_t>(due, in.take));
     }

@@ -31,8 +31,8 @@ struct balancer_snapshot {
     double last_batch_cost = 0.0;
     statistics stats;
     quantile_sketch sketch;
-    double quantile_cap = HUGE_VAL;          // the quantile cap in force (infinite before warm-up)
-    bool tracks_memory = false;              // whether the memory vectors below are meaningful
+    double quantile_cap = HUGE_VAL; // the quantile cap in force (infinite before warm-up)
+    bool tracks_memory = false;     // whether the memory vectors below are meaningful
     std::vector<double> waiting_batch_memory;
     std::vector<double> buffer_memory;
     std::vector<double> waiting_batch_costs; // batches partitioned and not yet popped
@@ -61,10 +61,14 @@ inline void check_saved(bool ok, const std::string& what) {
 // enumeration as its value (which validate() then checks).
 template <class T>
 void write_field(byte_writer& w, const T& value) {
-    if constexpr (std::is_same_v<T, bool>) w.flag(value);
-    else if constexpr (std::is_same_v<T, double>) w.f64(value);
-    else if constexpr (std::is_enum_v<T>) w.u64(static_cast<std::uint64_t>(value));
-    else w.u64(value);
+    if constexpr (std::is_same_v<T, bool>)
+        w.flag(value);
+    else if constexpr (std::is_same_v<T, double>)
+        w.f64(value);
+    else if constexpr (std::is_enum_v<T>)
+        w.u64(static_cast<std::uint64_t>(value));
+    else
+        w.u64(value);
 }
 
 template <class T>
@@ -75,7 +79,9 @@ void read_field(byte_reader& r, const char* name, T& value) {
         value = r.f64(name);
     } else if constexpr (std::is_enum_v<T>) {
         const std::uint64_t v = r.u64(name);
-        if (v > 255) throw error(std::string("bcl: saved state has an unknown ") + name + " " + std::to_string(v));
+        if (v > 255)
+            throw error(std::string("bcl: saved state has an unknown ") + name + " " +
+                        std::to_string(v));
         value = static_cast<T>(v);
     } else {
         value = static_cast<T>(r.u64(name));
@@ -162,7 +168,8 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
         throw error("bcl: saved state has format version " + std::to_string(version) +
                     "; this build reads version " + std::to_string(snapshot_version));
     balancer_snapshot s;
-    visit_option_fields([&](const char* name, auto field, auto) { read_field(r, name, field(s.opt)); });
+    visit_option_fields(
+        [&](const char* name, auto field, auto) { read_field(r, name, field(s.opt)); });
     validate(s.opt); // bounds every count read below
     s.rng_state = r.u64("the random state");
     s.finished = r.flag("the finished flag");
@@ -180,15 +187,18 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
     s.stats.gap_to_lower_bound = read_stats(r, "gap_to_lower_bound");
     s.stats.max_delay_batches = r.u64("max_delay_batches");
     s.stats.delay_batches = read_stats(r, "delay_batches");
-    s.stats.delay_histogram.resize(r.count("the delay histogram size", max_delay_bound(s.opt) + 1, 8));
+    s.stats.delay_histogram.resize(
+        r.count("the delay histogram size", max_delay_bound(s.opt) + 1, 8));
     for (std::uint64_t& h : s.stats.delay_histogram) h = r.u64("the delay histogram");
     s.quantile_cap = r.f64("the quantile cap");
     const std::uint64_t zeros = r.u64("the sketch's zero count");
-    const std::size_t used = r.count("the sketch's bucket count", quantile_sketch::bucket_count, 16);
+    const std::size_t used =
+        r.count("the sketch's bucket count", quantile_sketch::bucket_count, 16);
     std::array<std::uint64_t, quantile_sketch::bucket_count> buckets{};
     std::uint64_t sketched = zeros;
     for (std::size_t k = 0; k < used; ++k) {
-        const std::size_t index = r.count("a sketch bucket index", quantile_sketch::bucket_count - 1, 0);
+        const std::size_t index =
+            r.count("a sketch bucket index", quantile_sketch::bucket_count - 1, 0);
         buckets[index] = r.u64("a sketch bucket");
         // Bounded one by one, so that their sum (the sketch's count) cannot wrap around.
         check_saved(zeros <= max_saved_records && buckets[index] <= max_saved_records - sketched,

@@ -45,12 +45,12 @@ inline void check_consistent(const balancer_snapshot& s) {
 
     check_saved(st.records_in <= max_saved_records,
                 text(st.records_in) + " records pushed is more than any balancer can reach");
-    check_saved(waiting <= o.lookahead, text(waiting) + " waiting batches, more than lookahead = " +
-                                            text(o.lookahead));
+    check_saved(waiting <= o.lookahead,
+                text(waiting) + " waiting batches, more than lookahead = " + text(o.lookahead));
     check_saved(s.waiting_records <= waiting * b &&
                     (waiting == 0 || s.waiting_records > (waiting - 1) * b),
-                text(s.waiting_records) + " waiting records for " + text(waiting) +
-                    " batches of " + text(b));
+                text(s.waiting_records) + " waiting records for " + text(waiting) + " batches of " +
+                    text(b));
     check_saved(buffered <= buffer_capacity(o), text(buffered) +
                                                     " buffered records, more than the buffer's " +
                                                     text(buffer_capacity(o)));
@@ -63,7 +63,8 @@ inline void check_consistent(const balancer_snapshot& s) {
     // Rounds and batches. Before finish() every round took exactly K*B records; the drain's
     // rounds take K*B or, the last one, all that is left.
     const std::uint64_t formed = st.records_out + s.waiting_records;
-    check_saved(st.windows == s.round, text(st.windows) + " windows in " + text(s.round) + " rounds");
+    check_saved(st.windows == s.round,
+                text(st.windows) + " windows in " + text(s.round) + " rounds");
     // (Divisions, not products: the counts are bounded, their products need not be.)
     if (!s.finished) {
         check_saved(formed % window == 0 && s.round == formed / window,
@@ -93,12 +94,14 @@ inline void check_consistent(const balancer_snapshot& s) {
     std::uint64_t previous = 0;
     for (std::size_t i = 0; i < buffered; ++i) {
         const double c = s.buffer_costs[i];
-        check_saved(c >= 0.0 && c <= max_estimate, "an invalid cost for buffered record " + text(i));
+        check_saved(c >= 0.0 && c <= max_estimate,
+                    "an invalid cost for buffered record " + text(i));
         const std::uint64_t a = s.buffer_arrivals[i];
         const bool in_order = a < st.records_in && (i == 0 || a > previous);
         const bool in_place =
             std::visit([&](const auto& rounds) { return rounds.may_hold(a, i, s.round); }, policy);
-        check_saved(in_order && in_place, "an invalid arrival position for buffered record " + text(i));
+        check_saved(in_order && in_place,
+                    "an invalid arrival position for buffered record " + text(i));
         previous = a;
     }
     for (const double c : s.waiting_batch_costs)
@@ -107,7 +110,8 @@ inline void check_consistent(const balancer_snapshot& s) {
                                      s.buffer_memory.size() == buffered),
                 "memory estimates for the wrong number of records");
     for (const double m : s.buffer_memory)
-        check_saved(m >= 0.0 && m <= max_estimate && (o.memory_budget <= 0.0 || m <= o.memory_budget),
+        check_saved(m >= 0.0 && m <= max_estimate &&
+                        (o.memory_budget <= 0.0 || m <= o.memory_budget),
                     "an invalid memory estimate");
     for (const double m : s.waiting_batch_memory)
         check_saved(m >= 0.0 && m < HUGE_VAL, "an invalid batch memory");
@@ -123,8 +127,8 @@ inline void check_consistent(const balancer_snapshot& s) {
                     text(st.records_out / b) + " full batches handed out");
     check_saved(st.gap_to_lower_bound.count() <= st.windows, "more gaps than windows");
     check_saved(st.delay_batches.count() == formed, "delay statistics of " +
-                                                         text(st.delay_batches.count()) +
-                                                         " records for " + text(formed));
+                                                        text(st.delay_batches.count()) +
+                                                        " records for " + text(formed));
     check_saved(st.max_delay_batches <= max_delay_bound(o), "a delay above the delay bound");
     std::uint64_t counted = 0;
     bool each_within = true; // (so the sum cannot wrap around)
@@ -132,10 +136,10 @@ inline void check_consistent(const balancer_snapshot& s) {
         each_within = each_within && h <= formed;
         counted += each_within ? h : 0;
     }
-    check_saved(each_within && counted == formed && (formed == 0 ? st.delay_histogram.empty()
-                                                  : st.delay_histogram.size() ==
-                                                            st.max_delay_batches + 1 &&
-                                                        st.delay_histogram.back() != 0),
+    check_saved(each_within && counted == formed &&
+                    (formed == 0 ? st.delay_histogram.empty()
+                                 : st.delay_histogram.size() == st.max_delay_batches + 1 &&
+                                       st.delay_histogram.back() != 0),
                 "a delay histogram that does not match the delays");
     check_saved(valid_stats(st.batch_cost) && valid_stats(st.gap_to_lower_bound) &&
                     valid_stats(st.delay_batches),
@@ -158,10 +162,14 @@ inline void check_consistent(const balancer_snapshot& s) {
 // An option's value in a message.
 template <class T>
 std::string option_text(const T& value) {
-    if constexpr (std::is_same_v<T, double>) return number_text(value);
-    else if constexpr (std::is_same_v<T, bool>) return value ? "true" : "false";
-    else if constexpr (std::is_enum_v<T>) return std::to_string(static_cast<int>(value));
-    else return std::to_string(value);
+    if constexpr (std::is_same_v<T, double>)
+        return number_text(value);
+    else if constexpr (std::is_same_v<T, bool>)
+        return value ? "true" : "false";
+    else if constexpr (std::is_enum_v<T>)
+        return std::to_string(static_cast<int>(value));
+    else
+        return std::to_string(value);
 }
 
 /// Throws bcl::error naming the first option that matters under `saved` and differs in `given`.

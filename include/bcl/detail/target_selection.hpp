@@ -36,7 +36,8 @@ public:
 
     /// How close to `target` a total of `count` items must come before the search stops.
     [[nodiscard]] static double tolerance(double target, std::size_t count) noexcept {
-        return relative_tolerance * std::abs(target) / static_cast<double>(std::max<std::size_t>(count, 1));
+        return relative_tolerance * std::abs(target) /
+               static_cast<double>(std::max<std::size_t>(count, 1));
     }
 
     /// Sizes the scratch for buffers of up to n items, so that later calls allocate nothing.
@@ -142,7 +143,8 @@ private:
             const item& joining = raise ? m_out[m_out.size() - 1 - made] : m_out[made];
             const double change = joining.cost - leaving.cost;
             const double left = target - total;
-            if (raise ? !(change > 0.0 && change <= left) : !(change < 0.0 && change >= left)) break;
+            if (raise ? !(change > 0.0 && change <= left) : !(change < 0.0 && change >= left))
+                break;
             total += change;
             chosen[leaving.slot] = 0;
             chosen[joining.slot] = 1;
@@ -164,11 +166,11 @@ private:
         list[at] = x;
     }
 
-    ranked_costs m_ranked;         // the free candidates by cost
-    std::vector<item> m_in_store;  // room for every candidate in each list
+    ranked_costs m_ranked;        // the free candidates by cost
+    std::vector<item> m_in_store; // room for every candidate in each list
     std::vector<item> m_out_store;
-    std::span<item> m_in;          // chosen free candidates, cheapest first
-    std::span<item> m_out;         // unchosen candidates, cheapest first
+    std::span<item> m_in;  // chosen free candidates, cheapest first
+    std::span<item> m_out; // unchosen candidates, cheapest first
 };
 
 } // namespace bcl::detail

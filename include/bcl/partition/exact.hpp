@@ -3,10 +3,10 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/error.hpp>
 #include <bcl/partition/detail/pack_table.hpp>
 #include <bcl/partition/detail/ranked_costs.hpp>
 #include <bcl/partition/detail/swap_refiner.hpp>
-#include <bcl/error.hpp>
 #include <bcl/partition/lower_bound.hpp>
 #include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>

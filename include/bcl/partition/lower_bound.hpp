@@ -16,7 +16,6 @@
 
 namespace bcl::detail {
 
-
 /// The grouped term of pack_lower_bound_sorted for a full window (n == K*B, K >= 2):
 /// max over j <= min(K, 128) of min over m in [ceil(j/B), j] of (P_j + s_(mB-j)) / m.
 /// For each m the loop runs j from min(128, K, mB) down to m, so r = mB - j runs up by one and

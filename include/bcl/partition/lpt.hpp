@@ -33,7 +33,8 @@ class lpt_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        const auto lower_bound = m_window.start("bcl::detail::lpt_partitioner", costs, shape, pack_of.size());
+        const auto lower_bound =
+            m_window.start("bcl::detail::lpt_partitioner", costs, shape, pack_of.size());
         if (!lower_bound) return {};
         m_window.packs.reset(shape, costs.size());
         m_lpt.reserve(shape.packs);

@@ -31,7 +31,6 @@ struct refinement_effort {
     std::size_t searches_per_pack = 4;
 };
 
-
 /// Capped LPT + swap refinement: the library's default partitioner.
 ///
 /// 1. Sort the items by cost, high to low, ties by position (a radix sort on the bits of the
@@ -54,8 +53,9 @@ struct refinement_effort {
 ///
 /// Cost: O(n) sort, O(n K) LPT at most (less for many packs, see lpt_partitioner), then
 /// typically about K rounds of O(K + B) each, plus phase 2 where it runs. Scratch space is kept
-/// between calls: after the first call of the largest window it allocates nothing. Throws bcl::error if the shape does not
-/// fit the costs, pack_of has the wrong length, or a cost is negative, NaN or above bcl::max_estimate.
+/// between calls: after the first call of the largest window it allocates nothing. Throws
+/// bcl::error if the shape does not fit the costs, pack_of has the wrong length, or a cost is
+/// negative, NaN or above bcl::max_estimate.
 class lpt_swap_partitioner {
 public:
     /// How hard refinement works once single swaps are stuck; see refinement_effort.

@@ -46,8 +46,7 @@ struct partition_summary {
 /// depends only on the costs and the shape (determinism). It does not have to be const-callable,
 /// thread-safe or allocation-free on its first call; it should not allocate once warmed up.
 template <class P>
-concept partitioner =
-    std::move_constructible<P> &&
+concept partitioner = std::move_constructible<P> &&
     std::invocable<P&, std::span<const double>, pack_shape, std::span<std::uint32_t>> &&
     std::convertible_to<
         std::invoke_result_t<P&, std::span<const double>, pack_shape, std::span<std::uint32_t>>,

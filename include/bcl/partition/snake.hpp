@@ -30,7 +30,8 @@ class snake_partitioner {
 public:
     partition_summary operator()(std::span<const double> costs, pack_shape shape,
                                  std::span<std::uint32_t> pack_of) {
-        const auto lower_bound = m_window.start("bcl::detail::snake_partitioner", costs, shape, pack_of.size());
+        const auto lower_bound =
+            m_window.start("bcl::detail::snake_partitioner", costs, shape, pack_of.size());
         if (!lower_bound) return {};
         const std::size_t n = costs.size();
         const std::size_t k = shape.packs;

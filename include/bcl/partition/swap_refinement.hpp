@@ -79,9 +79,10 @@ private:
     detail::swap_refiner m_refiner;
 };
 
-/// A partitioner P followed by swap_refinement: `bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>`
-/// is balanced Karmarkar-Karp plus refinement. (lpt_swap_partitioner gives the same result as
-/// `refined<lpt_partitioner>` with one sort instead of two.)
+/// A partitioner P followed by swap_refinement:
+/// `bcl::detail::refined<bcl::detail::karmarkar_karp_partitioner>` is balanced Karmarkar-Karp plus
+/// refinement. (lpt_swap_partitioner gives the same result as `refined<lpt_partitioner>` with one
+/// sort instead of two.)
 template <partitioner P>
 class refined {
 public:

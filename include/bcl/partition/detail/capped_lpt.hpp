@@ -135,8 +135,8 @@ private:
         m_winner[node] = m_load[right] < m_load[left] ? right : left;
     }
 
-    std::vector<double> m_load;          // per pack (leaf): its load if open, +infinity if full
-    std::vector<std::uint32_t> m_winner; // per node of the winner tree
+    std::vector<double> m_load;              // per pack (leaf): its load if open, +infinity if full
+    std::vector<std::uint32_t> m_winner;     // per node of the winner tree
     std::vector<double> m_group_load;        // grouped_scan: each group's lightest load
     std::vector<std::uint32_t> m_group_best; // grouped_scan: and its pack
 };

@@ -3,8 +3,8 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/partition/detail/ranked_costs.hpp>
 #include <bcl/error.hpp>
+#include <bcl/partition/detail/ranked_costs.hpp>
 #include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>

@@ -26,8 +26,8 @@ namespace bcl::detail {
 inline void check_partition_shape(std::string_view who, std::size_t n, pack_shape shape,
                                   std::size_t out_size) {
     if (out_size != n)
-        throw error(std::string(who) + ": pack_of has " + std::to_string(out_size) +
-                    " slots for " + std::to_string(n) + " costs");
+        throw error(std::string(who) + ": pack_of has " + std::to_string(out_size) + " slots for " +
+                    std::to_string(n) + " costs");
     if (n == 0) return;
     if (shape.packs == 0 || shape.pack_size == 0 ||
         shape.pack_size > std::numeric_limits<std::size_t>::max() / shape.packs ||
@@ -107,7 +107,8 @@ public:
         // Steps are >= 0 (the costs are sorted); minimised as bit patterns minus one, which order
         // like the values but put a zero step (a tie) last, so the minimum is a conditional move
         // rather than a branch that ties make unpredictable.
-        std::uint64_t step = std::bit_cast<std::uint64_t>(std::numeric_limits<double>::infinity()) - 1;
+        std::uint64_t step =
+            std::bit_cast<std::uint64_t>(std::numeric_limits<double>::infinity()) - 1;
         m_prefix[1] = m_cost[0];
         for (std::size_t r = 1; r < n; ++r) {
             m_prefix[r + 1] = m_prefix[r] + m_cost[r];

@@ -22,10 +22,10 @@ struct ranked_window {
     pack_table packs;
 
     /// Checks the call (bcl::error naming `who`: a shape that does not fit the costs, an output of
-    /// the wrong length, a cost that is negative, NaN or above bcl::max_estimate) and ranks the costs. Returns
-    /// the window's lower bound, or nothing for an empty window, which needs no more work. The
-    /// packs are left to the caller to reset: for the window's n items, or for all K*B when a
-    /// short window is dealt as if full.
+    /// the wrong length, a cost that is negative, NaN or above bcl::max_estimate) and ranks the
+    /// costs. Returns the window's lower bound, or nothing for an empty window, which needs no more
+    /// work. The packs are left to the caller to reset: for the window's n items, or for all K*B
+    /// when a short window is dealt as if full.
     std::optional<double> start(std::string_view who, std::span<const double> costs,
                                 pack_shape shape, std::size_t out_size) {
         check_partition_shape(who, costs.size(), shape, out_size);

@@ -44,8 +44,8 @@ public:
     /// Refines `packs`, whose loads must be current. Phase 2 runs only while the heaviest pack is
     /// more than `effort_above` (a fraction) above the bound, and makes at most
     /// `effort_per_pack * K` searches.
-    void run(const ranked_costs& ranked, pack_table& packs, double lower_bound,
-             double effort_above, std::size_t effort_per_pack) {
+    void run(const ranked_costs& ranked, pack_table& packs, double lower_bound, double effort_above,
+             std::size_t effort_per_pack) {
         const std::size_t k = packs.packs();
         if (k < 2) return;
         m_packs = &packs;
@@ -94,7 +94,6 @@ private:
         std::uint32_t in_h; // slot in pack h
         std::uint32_t in_p; // slot in pack p
     };
-
 
     // Packs by (load, id), light to heavy. The first time in a window, a sort; after that an
     // insertion sort of the previous order: between two calls only the few packs that moves
@@ -238,8 +237,8 @@ private:
             const std::size_t lo = j >= 2 ? j - 2 : 0;
             const std::size_t hi = std::min(pn - 1, j + 1);
             for (std::size_t c = lo; c <= hi; ++c)
-                m_candidates.push_back({x - pc[c], static_cast<std::uint32_t>(i),
-                                        static_cast<std::uint32_t>(c)});
+                m_candidates.push_back(
+                    {x - pc[c], static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(c)});
         }
         // A total order (ties by slot), so the choice does not depend on the sort algorithm.
         std::sort(m_candidates.begin(), m_candidates.end(),
@@ -288,10 +287,10 @@ private:
     static constexpr std::uint64_t no_pair = ~std::uint64_t{0};
 
     pack_table* m_packs = nullptr;
-    double m_step = 0.0;                    // the window's smallest cost step (ranked_costs)
-    std::vector<std::uint32_t> m_order;     // packs by load, light to heavy
-    bool m_order_kept = false;              // m_order holds this window's packs (sort_by_load)
-    std::vector<candidate> m_candidates;    // 2-for-2 search
+    double m_step = 0.0;                 // the window's smallest cost step (ranked_costs)
+    std::vector<std::uint32_t> m_order;  // packs by load, light to heavy
+    bool m_order_kept = false;           // m_order holds this window's packs (sort_by_load)
+    std::vector<candidate> m_candidates; // 2-for-2 search
 };
 
 } // namespace bcl::detail

@@ -1,5 +1,6 @@
 #pragma once
-// The baseline policies none, length_grouped and oracle (mffd is in mffd.hpp).
+// The baseline policies none, length_grouped and oracle (mffd is in mffd.hpp, verl_kk in
+// verl_kk.hpp).
 
 #include "policy_runner.hpp"
 #include "random.hpp"
@@ -139,8 +140,9 @@ private:
     std::uint64_t m_capped = 0;
 };
 
-/// `oracle`: a coordinated reference with cross-rank communication (verl-style). For each window
-/// of K steps, all R ranks' K*B-record windows are partitioned together by bcl's
+/// `oracle`: K steps coordinated, a reference with cross-rank communication that no trainer runs
+/// as such (verl's balance_batch, modelled by verl_kk, coordinates one step at a time). For each
+/// window of K steps, all R ranks' K*B-record windows are partitioned together by bcl's
 /// lpt_swap_partitioner into R*K packs of B. The packs are sorted by cost, heaviest first, and cut
 /// into K groups of R consecutive packs: grouping packs of similar cost into the same step
 /// minimizes the sum over steps of the heaviest pack. The groups go to the window's K steps in a

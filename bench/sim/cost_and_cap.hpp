@@ -153,6 +153,88 @@ struct cap_spec {
     return cap;
 }
 
+/// --cap-prior: the cap a quantile cap uses until its warm-up ends (without one, nothing is capped
+/// before then). `exact` is the exact quantile (the cap's q) of the workload's costs: of the file,
+/// or of the fixed pilot sample of a synthetic distribution. A number is a length in tokens,
+/// priced like a fixed --cap (cost(tokens)).
+struct cap_prior_spec {
+    enum class kind { none, exact, tokens };
+    kind what = kind::none;
+    double tokens = 0.0; ///< what == tokens: the prior as a length, > 0
+};
+
+/// Parses a --cap-prior value: `none`, `exact` or a length in tokens (e.g. 8192). Throws
+/// input_error otherwise.
+[[nodiscard]] inline cap_prior_spec parse_cap_prior(std::string_view text) {
+    const std::string_view t = detail::trim(text);
+    if (t == "none")
+        return {};
+    if (t == "exact")
+        return {cap_prior_spec::kind::exact, 0.0};
+    const std::optional<double> tokens = detail::parse_number(t);
+    if (!tokens || !(*tokens > 0.0))
+        throw input_error(fmt::format("--cap-prior {}: {} (expected none, exact, or a length in "
+                                      "tokens > 0 such as 8192)",
+                                      text,
+                                      tokens ? "a prior must be a length > 0" : "not a prior"));
+    return {cap_prior_spec::kind::tokens, *tokens};
+}
+
+/// `none`, `exact` or the length, as parse_cap_prior reads it back.
+[[nodiscard]] inline std::string describe(const cap_prior_spec& p) {
+    switch (p.what) {
+    case cap_prior_spec::kind::exact:
+        return "exact";
+    case cap_prior_spec::kind::tokens:
+        return fmt::format("{}", p.tokens);
+    default:
+        return "none";
+    }
+}
+
+/// A --cap-prior resolved: the length it stands for and its cost, the cap in force during the
+/// quantile cap's warm-up.
+struct cap_prior {
+    double tokens = 0.0;
+    double cost = 0.0;
+};
+
+/// Resolves `prior` for the quantile cap `cap` under `cost`. `lengths` is the workload (the file,
+/// or the pilot sample of a synthetic distribution); `exact` takes its nearest-rank q-quantile
+/// length, whose cost is the q-quantile of the costs since cost grows with length. Returns nothing
+/// for `none`. Throws input_error for a prior without a quantile cap, an `exact` prior without
+/// lengths to read it from, or a prior that costs nothing.
+[[nodiscard]] inline std::optional<cap_prior>
+resolve_cap_prior(const cap_prior_spec& prior, const cap_spec& cap, const cost_model& cost,
+                  const std::vector<double>* lengths) {
+    if (prior.what == cap_prior_spec::kind::none)
+        return std::nullopt;
+    if (cap.kind != bcl::cap_kind::quantile)
+        throw input_error(fmt::format("--cap-prior {}: a prior needs a quantile --cap such as p99 "
+                                      "(it is the cap until the quantile's warm-up ends)",
+                                      describe(prior)));
+    cap_prior out;
+    if (prior.what == cap_prior_spec::kind::exact) {
+        if (lengths == nullptr || lengths->empty())
+            throw input_error("--cap-prior exact: no workload lengths to take the quantile of");
+        std::vector<double> sorted = *lengths;
+        auto rank =
+            static_cast<std::size_t>(std::ceil(cap.quantile * static_cast<double>(sorted.size())));
+        rank = std::clamp<std::size_t>(rank, 1, sorted.size());
+        std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank - 1),
+                         sorted.end());
+        out.tokens = sorted[rank - 1];
+    } else {
+        out.tokens = prior.tokens;
+    }
+    out.cost = cost(out.tokens);
+    if (!(out.cost > 0.0) || !std::isfinite(out.cost))
+        throw input_error(fmt::format("--cap-prior {}: the cost of {} tokens is {}; a prior must "
+                                      "cost more than 0",
+                                      describe(prior), out.tokens, out.cost));
+    return out;
+}
+
 /// The length a record of `length` tokens is truncated to under the cost cap `cap`: the largest
 /// whole number of tokens whose cost a + b*L + c*L^2 is at most the cap, and never more than the
 /// record had. It starts from the positive root of a + b*L + c*L^2 = cap, computed as
@@ -183,7 +265,9 @@ struct cap_spec {
 /// records are taken in the rank's arrival order (index 0, 1, ...); a fixed cap is the cost
 /// cap; a quantile cap is read from a bcl::detail::quantile_sketch of the rank's uncapped costs, not
 /// before the warm-up (bcl::cap_warmup) and then re-read when the warm-up ends and every 64
-/// records, exactly the rule of bcl::balancer's current_cap() (include/bcl/balancer.hpp). A record
+/// records, exactly the rule of bcl::balancer's current_cap() (include/bcl/balancer.hpp); during
+/// the warm-up the cap is the --cap-prior if one is given (bcl::cap_options::prior, once the
+/// library takes it), +infinity otherwise. A record
 /// whose cost is above the cap is truncated with truncated_length(). So a bcl policy and a
 /// baseline truncate the same records to the same lengths, which tests/cap.test.cpp checks.
 ///
@@ -198,8 +282,11 @@ public:
     };
 
     /// `cap` must be a truncating cap of kind fixed or quantile, in cost units (see bcl_cap()).
-    stream_cap(record_source* source, cost_model cost, bcl::cap_options cap, std::size_t ranks)
-        : m_source(source), m_cost(cost), m_cap(cap), m_state(ranks) {
+    /// `prior` (cost units) is the cap of a quantile cap's warm-up; none leaves it uncapped.
+    stream_cap(record_source* source, cost_model cost, bcl::cap_options cap, std::size_t ranks,
+               std::optional<double> prior = std::nullopt)
+        : m_source(source), m_cost(cost), m_cap(cap), m_prior(prior.value_or(HUGE_VAL)),
+          m_state(ranks) {
         if (m_cap.kind == bcl::cap_kind::quantile)
             m_sketches.resize(ranks);
     }
@@ -230,7 +317,7 @@ private:
         const std::uint64_t seen = sketch.count();
         const std::size_t warmup = bcl::cap_warmup(m_cap);
         if (seen < warmup)
-            return HUGE_VAL;
+            return m_prior;
         if (seen == warmup || (seen - warmup) % quantile_refresh == 0)
             st.cap = sketch.quantile(m_cap.quantile);
         return st.cap;
@@ -253,6 +340,7 @@ private:
     record_source* m_source;
     cost_model m_cost;
     bcl::cap_options m_cap;
+    double m_prior; // the cap during a quantile cap's warm-up: the prior, or +infinity
     std::vector<rank_state> m_state;
     std::vector<bcl::detail::quantile_sketch> m_sketches; // per rank, quantile caps only
 };

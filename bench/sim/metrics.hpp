@@ -1,5 +1,6 @@
 #pragma once
-// The metrics of a run: efficiency, cv, p99 step ratio, cv reduction and speedup against none.
+// The metrics of a run: efficiency, goodput, cv, p99 step ratio, cv reduction and speedup against
+// none.
 
 #include <algorithm>
 #include <bcl/statistics.hpp>
@@ -37,6 +38,10 @@ namespace bcl_sim {
 struct step_metrics {
     /// mean over (step, rank) of the rank's step cost / mean over steps of the max over ranks.
     double efficiency = 1.0;
+    /// The useful (packed) cost over what the ranks are held for: the sum over (step, rank) of the
+    /// sum of the rank's record costs / (R times the sum over steps of the max over ranks of what
+    /// the ranks spend). Equal to efficiency when a rank spends its records' costs (packed).
+    double goodput = 1.0;
     /// stddev / mean of the per-(step, rank) costs (population stddev).
     double cv = 0.0;
     /// nearest-rank p99 over steps of the max over ranks / mean over (step, rank) of the cost.
@@ -55,7 +60,11 @@ public:
     }
 
     /// One step: the cost of every rank. Every rank must have had a full batch.
-    void add_step(std::span<const double> rank_costs) {
+    void add_step(std::span<const double> rank_costs) { add_step(rank_costs, rank_costs); }
+
+    /// One step: what every rank spends, and its useful cost (the sum of its records' costs; the
+    /// same under packed batching). Every rank must have had a full batch.
+    void add_step(std::span<const double> rank_costs, std::span<const double> rank_useful) {
         double max = 0.0;
         double sum = 0.0;
         for (const double c : rank_costs) {
@@ -63,6 +72,10 @@ public:
             max = std::max(max, c);
             sum += c;
         }
+        // The same accumulator over the same values when they are the same values (packed), so
+        // goodput is then exactly efficiency.
+        for (const double u : rank_useful)
+            m_useful.add(u);
         m_step_max.push_back(max);
         m_step_mean.push_back(rank_costs.empty() ? 0.0
                                                  : sum / static_cast<double>(rank_costs.size()));
@@ -81,6 +94,7 @@ public:
         m.cv = m_all.cv();
         if (m.mean_step_time > 0.0) {
             m.efficiency = m.mean_rank_cost / m.mean_step_time;
+            m.goodput = m_useful.mean() / m.mean_step_time;
             m.p99_step_ratio = nearest_rank(m_step_max, 0.99) / m.mean_rank_cost;
         }
         return m;
@@ -92,18 +106,27 @@ public:
     [[nodiscard]] const std::vector<double>& step_mean() const noexcept { return m_step_mean; }
 
 private:
-    bcl::running_stats m_all; // every (step, rank) cost
+    bcl::running_stats m_all;    // every (step, rank) cost
+    bcl::running_stats m_useful; // every (step, rank) useful cost
     std::vector<double> m_step_max;
     std::vector<double> m_step_mean;
 };
 
-/// Metrics of a cost matrix given step-major: costs[s * ranks + r].
-[[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs,
-                                                  std::size_t ranks) {
+/// Metrics of a cost matrix given step-major: costs[s * ranks + r], what rank r spends in step s,
+/// and useful[s * ranks + r], the sum of its records' costs (the same size as costs).
+[[nodiscard]] inline step_metrics
+compute_metrics(std::span<const double> costs, std::span<const double> useful, std::size_t ranks) {
     metrics_accumulator acc(ranks == 0 ? 0 : costs.size() / ranks);
     for (std::size_t s = 0; ranks != 0 && (s + 1) * ranks <= costs.size(); ++s)
-        acc.add_step(costs.subspan(s * ranks, ranks));
+        acc.add_step(costs.subspan(s * ranks, ranks), useful.subspan(s * ranks, ranks));
     return acc.result();
+}
+
+/// Metrics of a cost matrix given step-major: costs[s * ranks + r], packed (every rank spends the
+/// sum of its records' costs, so goodput is efficiency).
+[[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs,
+                                                  std::size_t ranks) {
+    return compute_metrics(costs, costs, ranks);
 }
 
 /// 1 - cv/cv_none: the share of the per-rank batch-cost variability a policy removes (0 when the
@@ -112,10 +135,11 @@ private:
     return cv_none > 0.0 ? 1.0 - cv / cv_none : 0.0;
 }
 
-/// efficiency / efficiency_none. Every policy does the same work, so this is the ratio of mean
-/// step times: how much faster training runs than without balancing.
-[[nodiscard]] inline double speedup(double efficiency, double efficiency_none) noexcept {
-    return efficiency_none > 0.0 ? efficiency / efficiency_none : 0.0;
+/// goodput / goodput_none (packed, efficiency / efficiency_none: the same numbers). Every policy
+/// does the same useful work, so this is the ratio of mean step times: how much faster training
+/// runs than without balancing.
+[[nodiscard]] inline double speedup(double goodput, double goodput_none) noexcept {
+    return goodput_none > 0.0 ? goodput / goodput_none : 0.0;
 }
 
 } // namespace bcl_sim

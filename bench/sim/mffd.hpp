@@ -1,15 +1,16 @@
 #pragma once
-// The mffd baseline: NeMo-RL-style sequence packing (mffd_pack, round_bins_up, mffd_runner).
+// The mffd baseline: NeMo-RL's sequence packing (mffd_pack, adjust_bin_count, mffd_runner), as
+// NeMo-RL's own code runs it (nemo_rl/data/packing/algorithms.py).
 
+#include "input.hpp"
 #include "policy_runner.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <fmt/format.h>
+#include <functional>
 #include <iterator>
-#include <limits>
-#include <queue>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -18,58 +19,99 @@
 
 namespace bcl_sim {
 
-/// Modified first-fit decreasing (Johnson and Garey, 1985) as NeMo-RL uses it for sequence
-/// packing, over item lengths with bin capacity `capacity`. Items are large (> C/2), medium
-/// (> C/3), small (> C/6) or tiny. 1: each large item opens a bin, longest first. 2: forward over
-/// those bins, add the longest medium item that fits. 3: backward over the large bins without a
-/// medium item, add the shortest small item and the longest small item that fits beside it, if
-/// both fit. 4: forward over the large bins, keep adding the longest remaining item that fits.
-/// 5: first-fit decreasing of what is left into new bins. An item longer than the capacity is
-/// large, so it gets a bin of its own. Returns the bins as lists of item indices; deterministic
-/// (ties by index).
+namespace detail {
+
+// An item of mffd_pack: its length and its index in the input.
+struct mffd_item {
+    double length;
+    std::uint32_t index;
+};
+
+// Longer first, and among equal lengths the lower index first: the order of NeMo-RL's lists that
+// are sorted by length, longest first (Python's stable sort keeps input order among ties).
+struct longest_first {
+    bool operator()(const mffd_item& a, const mffd_item& b) const noexcept {
+        return a.length > b.length || (a.length == b.length && a.index < b.index);
+    }
+};
+
+// Shorter first, and among equal lengths the lower index first: NeMo-RL's shortest-first lists.
+struct shortest_first {
+    bool operator()(const mffd_item& a, const mffd_item& b) const noexcept {
+        return a.length < b.length || (a.length == b.length && a.index < b.index);
+    }
+};
+
+// The first item of a longest-first pool that fits `room`: the longest that fits, the lowest index
+// among equals, as NeMo-RL's scans for the first (largest) item that fits find it (phases 2 and
+// 4). end() if none fits.
+[[nodiscard]] inline std::set<mffd_item, longest_first>::iterator
+first_fitting(std::set<mffd_item, longest_first>& pool, double room) {
+    return pool.lower_bound(mffd_item{room, 0});
+}
+
+} // namespace detail
+
+/// NeMo-RL's modified first-fit decreasing (ModifiedFirstFitDecreasingPacker._pack_implementation,
+/// after Johnson and Garey, 1985) over item lengths with bin capacity C = `capacity`. Items are
+/// large (> C/2), medium (> C/3), small (> C/6) or tiny; ties of length are broken by input index
+/// as NeMo-RL's stable sorts break them.
+///   1. Each large item opens a bin, longest first.
+///   2. Forward over those bins: add the longest medium item that fits.
+///   3. Backward over the large bins without a medium item: if the two shortest small items fit
+///      together, add the shortest and then the longest small item that fits beside it.
+///   4. Forward over the large bins: keep adding the longest remaining item that fits.
+///   5. What is left, longest first, goes into the open bin with the least in it if it fits there
+///      (NeMo-RL checks only that bin), else into a new bin. These bins come last, least full
+///      first (ties: the bin placed there first). The phase starts from one empty bin, so when
+///      nothing is left for it the result ends with an empty bin, as NeMo-RL's does.
+/// NeMo-RL raises for a length above the capacity or not above 0; here such a length is simply a
+/// large (its own bin) or tiny item. Returns the bins as lists of item indices in the order their
+/// items were added. O(n log n).
 [[nodiscard]] inline std::vector<std::vector<std::uint32_t>>
 mffd_pack(std::span<const double> lengths, double capacity) {
-    using key = std::pair<double, std::uint32_t>; // (length, index)
-    const std::size_t n = lengths.size();
-    std::vector<std::vector<std::uint32_t>> bins;
-    std::vector<key> large;
-    std::vector<key> rest; // medium, small and tiny: whatever phases 1-4 leave for phase 5
-    for (std::size_t i = 0; i < n; ++i) {
-        const key k{lengths[i], static_cast<std::uint32_t>(i)};
-        (k.first > capacity / 2 ? large : rest).push_back(k);
-    }
+    using detail::mffd_item;
+    std::vector<mffd_item> items(lengths.size());
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+        items[i] = {lengths[i], static_cast<std::uint32_t>(i)};
+    std::vector<mffd_item> large;
+    for (const mffd_item& item : items)
+        if (item.length > capacity / 2)
+            large.push_back(item);
+    std::sort(large.begin(), large.end(), detail::longest_first{});
 
-    if (!large.empty()) {
-        // Largest element of `pool` not longer than `room`, or end().
-        const auto longest_fitting = [](std::multiset<key>& pool, double room) {
-            auto it = pool.upper_bound({room, std::numeric_limits<std::uint32_t>::max()});
-            return it == pool.begin() ? pool.end() : std::prev(it);
-        };
-        std::multiset<key> medium, small, tiny;
-        for (const key& k : rest) {
-            if (k.first > capacity / 3)
-                medium.insert(k);
-            else if (k.first > capacity / 6)
-                small.insert(k);
+    std::vector<std::vector<std::uint32_t>> bins; // phases 1-4: one bin per large item
+    std::vector<mffd_item> leftover;              // phase 5's items, longest first
+    if (large.empty()) {
+        leftover = std::move(items); // phases 1-4 have nothing to do
+        std::sort(leftover.begin(), leftover.end(), detail::longest_first{});
+    } else {
+        std::set<mffd_item, detail::longest_first> medium;
+        std::set<mffd_item, detail::shortest_first> small;
+        std::set<mffd_item, detail::longest_first> rest; // phase 4's pool: medium, small, tiny
+        for (const mffd_item& item : items) {
+            if (item.length > capacity / 2)
+                continue;
+            if (item.length > capacity / 3)
+                medium.insert(item);
+            else if (item.length > capacity / 6)
+                small.insert(item);
             else
-                tiny.insert(k);
+                rest.insert(item);
         }
-        std::sort(large.begin(), large.end(), [](const key& x, const key& y) {
-            return x.first > y.first || (x.first == y.first && x.second < y.second);
-        });
-        std::vector<double> used;    // tokens in each large bin
-        for (const key& k : large) { // phase 1
-            bins.push_back({k.second});
-            used.push_back(k.first);
+        std::vector<double> used;
+        for (const mffd_item& item : large) { // phase 1
+            bins.push_back({item.index});
+            used.push_back(item.length);
         }
         const std::size_t nl = bins.size();
         std::vector<bool> has_medium(nl, false);
         for (std::size_t b = 0; b < nl; ++b) { // phase 2
-            const auto it = longest_fitting(medium, capacity - used[b]);
+            const auto it = detail::first_fitting(medium, capacity - used[b]);
             if (it == medium.end())
                 continue;
-            bins[b].push_back(it->second);
-            used[b] += it->first;
+            bins[b].push_back(it->index);
+            used[b] += it->length;
             has_medium[b] = true;
             medium.erase(it);
         }
@@ -78,111 +120,134 @@ mffd_pack(std::span<const double> lengths, double capacity) {
                 continue;
             const double room = capacity - used[b];
             const auto s1 = small.begin();
-            if (s1->first + std::next(s1)->first > room)
+            if (s1->length + std::next(s1)->length > room)
                 continue;
-            const key first_small = *s1;
+            const mffd_item first = *s1;
             small.erase(s1);
-            const auto s2 = longest_fitting(small, room - first_small.first);
-            bins[b].push_back(first_small.second);
-            bins[b].push_back(s2->second);
-            used[b] += first_small.first + s2->first;
+            // The longest small item that fits beside the first; among equal lengths the last in
+            // the shortest-first list (NeMo-RL scans it from the end), so the highest index.
+            auto s2 = small.upper_bound(mffd_item{room - first.length, 0xffffffffU});
+            s2 = std::prev(s2); // the second shortest fits, so there is one
+            bins[b].push_back(first.index);
+            bins[b].push_back(s2->index);
+            used[b] += first.length + s2->length;
             small.erase(s2);
         }
-        tiny.insert(medium.begin(), medium.end());
-        tiny.insert(small.begin(), small.end());
+        rest.insert(medium.begin(), medium.end());
+        rest.insert(small.begin(), small.end());
         for (std::size_t b = 0; b < nl; ++b) { // phase 4
-            for (auto it = longest_fitting(tiny, capacity - used[b]); it != tiny.end();
-                 it = longest_fitting(tiny, capacity - used[b])) {
-                bins[b].push_back(it->second);
-                used[b] += it->first;
-                tiny.erase(it);
+            for (auto it = detail::first_fitting(rest, capacity - used[b]); it != rest.end();
+                 it = detail::first_fitting(rest, capacity - used[b])) {
+                bins[b].push_back(it->index);
+                used[b] += it->length;
+                rest.erase(it);
             }
         }
-        rest.assign(tiny.begin(), tiny.end());
+        leftover.assign(rest.begin(), rest.end());
     }
-    std::sort(rest.begin(), rest.end(), [](const key& x, const key& y) {
-        return x.first > y.first || (x.first == y.first && x.second < y.second);
-    });
 
-    // Phase 5: first fit, longest first, over a row of bins whose unopened ones are empty (every
-    // item left is at most C/2, so it fits an empty bin). A max tree over the bins' free room finds
-    // the leftmost bin with enough room in O(log n); leaves open left to right, so leaf i is the
-    // i-th new bin.
-    if (!rest.empty()) {
-        std::size_t leaves = 1;
-        while (leaves < rest.size())
-            leaves *= 2;
-        std::vector<double> room(2 * leaves, capacity);
-        const std::size_t first_new = bins.size();
-        for (const key& k : rest) {
-            std::size_t node = 1;
-            while (node < leaves)
-                node = room[2 * node] >= k.first ? 2 * node : 2 * node + 1;
-            const std::size_t b = first_new + (node - leaves);
-            if (b == bins.size())
-                bins.emplace_back();
-            bins[b].push_back(k.second);
-            room[node] -= k.first;
-            for (node /= 2; node >= 1; node /= 2)
-                room[node] = std::max(room[2 * node], room[2 * node + 1]);
+    // Phase 5. NeMo-RL keeps the open bins in a list sorted by load, inserting a bin after those
+    // of equal load (bisect_right) and trying only the first. That list is the bins ordered by
+    // (load, when last inserted): a min-heap on that pair finds the same bin.
+    struct open_bin {
+        double load;
+        std::uint64_t inserted;
+        std::uint32_t bin;
+        bool operator>(const open_bin& o) const noexcept {
+            return load > o.load || (load == o.load && inserted > o.inserted);
         }
+    };
+    std::vector<std::vector<std::uint32_t>> fresh(1); // starts with one empty bin
+    std::vector<open_bin> open{{0.0, 0, 0}};
+    std::uint64_t inserted = 1;
+    for (const mffd_item& item : leftover) {
+        open_bin slot{0.0, 0, static_cast<std::uint32_t>(fresh.size())};
+        if (item.length <= capacity - open.front().load) {
+            std::pop_heap(open.begin(), open.end(), std::greater<>{});
+            slot = open.back();
+            open.pop_back();
+        } else {
+            fresh.emplace_back();
+        }
+        fresh[slot.bin].push_back(item.index);
+        open.push_back({slot.load + item.length, inserted++, slot.bin});
+        std::push_heap(open.begin(), open.end(), std::greater<>{});
     }
+    std::sort(open.begin(), open.end(), std::greater<>{});
+    for (auto it = open.rbegin(); it != open.rend(); ++it) // least full first
+        bins.push_back(std::move(fresh[it->bin]));
     return bins;
 }
 
-/// NeMo-RL's bin-count rounding: adds bins until their number is a multiple of `multiple`, each
-/// new bin taking the last-added item of the bin that holds the most items (ties: the first such
-/// bin). Needs at least that many items in total.
-inline void round_bins_up(std::vector<std::vector<std::uint32_t>>& bins, std::size_t multiple) {
-    if (multiple == 0)
+/// NeMo-RL's bin-count adjustment (SequencePacker._adjust_bin_count), which NeMo-RL's
+/// shard_by_batch_size calls with min_bin_count = bin_count_multiple = the data-parallel size:
+/// the target is max(bins, min_bins) rounded up to a multiple of `multiple`. The bins are ranked
+/// by item count, most first, ties to the highest index; each new bin, appended at the end, takes
+/// the last item of the first ranked bin that still has more than one item, so one bin is emptied
+/// down to a single item before the next gives any. Throws input_error, as NeMo-RL raises, when
+/// there are fewer items than target bins.
+inline void adjust_bin_count(std::vector<std::vector<std::uint32_t>>& bins, std::size_t min_bins,
+                             std::size_t multiple) {
+    const std::size_t current = bins.size();
+    std::size_t target = std::max(current, min_bins);
+    if (multiple > 0 && target % multiple != 0)
+        target += multiple - target % multiple;
+    if (target == current)
         return;
-    const std::size_t target = (bins.size() + multiple - 1) / multiple * multiple;
-    if (target == bins.size())
-        return;
-    // Max-heap on (items, -bin index).
-    using entry = std::pair<std::size_t, std::size_t>; // (items, bin)
-    const auto before = [](const entry& a, const entry& b) {
-        return a.first < b.first || (a.first == b.first && a.second > b.second);
-    };
-    std::priority_queue<entry, std::vector<entry>, decltype(before)> heap(before);
-    for (std::size_t b = 0; b < bins.size(); ++b)
-        heap.emplace(bins[b].size(), b);
+    std::size_t items = 0;
+    for (const auto& bin : bins)
+        items += bin.size();
+    if (items < target)
+        throw input_error(fmt::format(
+            "mffd: NeMo-RL's packer cannot make {} bins of at least one sequence from {} "
+            "sequences (it raises ValueError); use a larger --batch or --bin-tokens",
+            target, items));
+    std::vector<std::pair<std::size_t, std::size_t>> ranked; // (items, bin), most first
+    for (std::size_t b = 0; b < current; ++b)
+        ranked.emplace_back(bins[b].size(), b);
+    std::sort(ranked.begin(), ranked.end(), std::greater<>{});
+    std::size_t source = 0;
     while (bins.size() < target) {
-        const auto [items, b] = heap.top();
-        if (items < 2)
-            throw std::logic_error("round_bins_up: not enough items to fill the bins");
-        heap.pop();
-        const std::uint32_t moved = bins[b].back();
-        bins[b].pop_back();
-        heap.emplace(items - 1, b);
+        // With at least `target` items some ranked bin still has two (phase 5 leaves at most one
+        // bin empty), so this never runs off the end.
+        while (source < ranked.size() && bins[ranked[source].second].size() <= 1)
+            ++source;
+        if (source == ranked.size())
+            throw std::logic_error("adjust_bin_count: no bin left to take a sequence from");
+        std::vector<std::uint32_t>& from = bins[ranked[source].second];
+        const std::uint32_t moved = from.back();
+        from.pop_back();
         bins.push_back({moved});
-        heap.emplace(1, bins.size() - 1);
     }
 }
 
-/// `mffd`: NeMo-RL-style pooled sequence packing. Each step's R*B records (global positions
-/// [s*R*B, (s+1)*R*B), the records fixed-count batching would use in that step) are packed into
-/// token bins with mffd_pack, the bin count is rounded up to a multiple of R (round_bins_up),
-/// and bin j goes to rank j mod R. A rank's time is the sum of its bins' record costs (packed
-/// sequences with per-document attention).
+/// `mffd`: NeMo-RL's sequence packing (BatchedDataDict.shard_by_batch_size with
+/// sequence_packing_args, algorithm modified_first_fit_decreasing). Each step's R*B records, global
+/// positions [s*R*B, (s+1)*R*B) (the records fixed-count batching uses in that step, in sampler
+/// order), are packed into token bins with mffd_pack, their count adjusted to a multiple of R with
+/// adjust_bin_count(bins, R, R), and bin j goes to rank j mod R. A rank's time is the sum of its
+/// bins' record costs (packed sequences with per-document attention); packed bins are never
+/// padded, whatever --batching says. NeMo-RL's rounding of each length up to its
+/// sequence_length_pad_multiple is not modelled (a multiple of 1).
 class mffd_runner final : public policy_runner {
 public:
     explicit mffd_runner(const sim_context& ctx) : m_ctx(ctx) {}
     void run(std::size_t first, std::size_t count, step_block out) override {
+        out.pad_to = 0.0; // packed bins: no padding
         const std::size_t R = m_ctx.ranks;
         const std::size_t B = m_ctx.batch;
         std::vector<sample> items(R * B);
         std::vector<double> lengths(R * B);
         for (std::size_t s = first; s < first + count; ++s) {
-            for (std::size_t r = 0; r < R; ++r)
-                for (std::size_t j = 0; j < B; ++j) {
-                    items[r * B + j] = fetch(m_ctx, r, std::uint64_t{s} * B + j);
-                    lengths[r * B + j] = items[r * B + j].length;
-                }
+            // Global position s*R*B + j is rank j mod R's record s*B + j / R.
+            for (std::size_t j = 0; j < R * B; ++j) {
+                items[j] = fetch(m_ctx, j % R, std::uint64_t{s} * B + j / R);
+                lengths[j] = items[j].length;
+            }
             auto bins = mffd_pack(lengths, m_ctx.bin_tokens);
             m_packed_bins += bins.size();
             ++m_steps;
-            round_bins_up(bins, R);
+            adjust_bin_count(bins, R, R);
             m_bins_per_rank = std::max(m_bins_per_rank, bins.size() / R);
             for (std::size_t b = 0; b < bins.size(); ++b) {
                 const std::size_t rank = b % R;
@@ -207,13 +272,16 @@ public:
                 ". Fewer packed bins than ranks: the extra bins hold one record each, so most "
                 "ranks idle. Pass --bin-tokens with the trainer's micro-batch token budget "
                 "(e.g. the max sequence length) to model a typical NeMo-RL setup");
+        if (m_ctx.batching == batch_cost::padded)
+            e.note += ". Under --batching padded its bins are still packed, not padded: a rank "
+                      "spends the sum of its records' costs";
         return e;
     }
 
 private:
     sim_context m_ctx;
     std::size_t m_bins_per_rank = 0;
-    std::size_t m_packed_bins = 0; // before rounding up
+    std::size_t m_packed_bins = 0; // before the adjustment
     std::size_t m_steps = 0;
     std::uint64_t m_capped = 0;
 };

@@ -1,9 +1,11 @@
 #pragma once
 // What every policy runner shares: its context, the records it fetches, what it reports.
 
+#include "batching.hpp"
 #include "cost_and_cap.hpp"
 #include "workload.hpp"
 
+#include <algorithm>
 #include <bcl/options.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +44,14 @@ struct sim_context {
     double memory_budget = 0.0;
     /// The baselines' capped stream under a truncating cap (set by make_baseline); null otherwise.
     std::shared_ptr<stream_cap> truncation;
+    /// What a rank spends on a batch (--batching): the sum of its records' costs, or B times its
+    /// costliest record's. Every policy is costed so (mffd's packed bins are never padded).
+    batch_cost batching = batch_cost::packed;
+    /// --emission, for the bcl policies once the library takes it (see bcl_options()).
+    emission_order emission = emission_order::costliest_first;
+    /// --cap-prior in cost units: the cap during a quantile cap's warm-up, none for +infinity.
+    /// The baselines' stream_cap applies it; the bcl balancers once the library takes it.
+    std::optional<double> cap_prior;
 };
 
 /// One record as a policy sees it.
@@ -94,15 +104,26 @@ struct policy_extras {
 };
 
 /// What a policy writes for a block of steps: at [(s - first) * R + r], the time rank r spends in
-/// step s and the tokens (sum of lengths) of what it processes in that step. Both arrive zeroed.
+/// step s, the tokens (sum of lengths) of what it processes in that step, and its useful cost (the
+/// sum of its records' costs, what it would spend packed). All three arrive zeroed.
 struct step_block {
     std::span<double> costs;
     std::span<double> tokens;
+    std::span<double> useful;
+    /// 0 for packed batching: a rank spends the sum of its records' costs. Under padded batching,
+    /// B: a rank spends B times the cost of its costliest record in the step. A policy that packs
+    /// (mffd) sets it to 0 on its copy.
+    double pad_to = 0.0;
 
     /// Rank r processes `x` in the block's step t.
     void charge(std::size_t t, std::size_t r, std::size_t ranks, const sample& x) const noexcept {
-        costs[t * ranks + r] += x.cost;
-        tokens[t * ranks + r] += x.length;
+        const std::size_t i = t * ranks + r;
+        useful[i] += x.cost;
+        tokens[i] += x.length;
+        if (pad_to > 0.0)
+            costs[i] = std::max(costs[i], pad_to * x.cost); // B * the costliest record so far
+        else
+            costs[i] += x.cost;
     }
 };
 

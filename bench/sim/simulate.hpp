@@ -2,6 +2,7 @@
 // The policy table, a run's configuration and results, and simulate().
 
 #include "baselines.hpp"
+#include "batching.hpp"
 #include "bcl_runner.hpp"
 #include "cost_and_cap.hpp"
 #include "input.hpp"
@@ -9,6 +10,7 @@
 #include "mffd.hpp"
 #include "policy_runner.hpp"
 #include "random.hpp"
+#include "verl_kk.hpp"
 #include "workload.hpp"
 
 #include <algorithm>
@@ -52,6 +54,11 @@ struct sim_config {
     cap_spec cap;                                       ///< --cap (default none)
     bcl::cap_action cap_action = bcl::cap_action::clip; ///< --cap-action
     double memory_budget = 0.0; ///< --memory-budget, tokens per rank-batch; 0 for none
+    cap_prior_spec cap_prior;   ///< --cap-prior (default none): a quantile cap's warm-up cap
+    /// --batching: what a rank spends on a batch, for every policy (mffd's bins stay packed).
+    batch_cost batching = batch_cost::packed;
+    /// --emission: reported, and the bcl policies' emission order once the library takes it.
+    emission_order emission = emission_order::costliest_first;
 };
 
 struct policy_entry {
@@ -73,7 +80,8 @@ template <class Runner>
 [[nodiscard]] std::unique_ptr<policy_runner> make_baseline(const sim_context& ctx) {
     sim_context c = ctx;
     if (ctx.cap.kind != bcl::cap_kind::none && ctx.cap.action == bcl::cap_action::truncate)
-        c.truncation = std::make_shared<stream_cap>(ctx.source, ctx.cost, ctx.cap, ctx.ranks);
+        c.truncation =
+            std::make_shared<stream_cap>(ctx.source, ctx.cost, ctx.cap, ctx.ranks, ctx.cap_prior);
     return std::make_unique<Runner>(c);
 }
 
@@ -85,7 +93,13 @@ template <class Runner>
          make_baseline<length_grouped_runner>, never_skip},
         {"mffd", "NeMo-RL sequence packing: pooled MFFD token bins dealt round-robin",
          make_baseline<mffd_runner>, never_skip},
-        {"oracle", "all ranks' windows partitioned together (needs cross-rank communication)",
+        {"verl_kk",
+         "verl balance_batch: each step's R*B records split by Karmarkar-Karp into R groups of B "
+         "(needs cross-rank communication)",
+         make_baseline<verl_kk_runner>, never_skip},
+        {"oracle",
+         "K steps coordinated: all ranks' K-step windows partitioned together (needs cross-rank "
+         "communication)",
          make_baseline<oracle_runner>,
          [](const sim_config& cfg) -> std::optional<std::string> {
              const std::uint64_t window = std::uint64_t{cfg.ranks} * cfg.lookahead * cfg.batch;
@@ -170,17 +184,22 @@ struct policy_result {
     metrics_accumulator acc(steps);
     std::vector<double> block(ctx.lookahead * ctx.ranks);
     std::vector<double> tokens(ctx.lookahead * ctx.ranks);
+    std::vector<double> useful(ctx.lookahead * ctx.ranks);
+    const double pad_to = ctx.batching == batch_cost::padded ? static_cast<double>(ctx.batch) : 0.0;
     double peak_tokens = 0.0;
     std::uint64_t over_budget = 0;
     for (std::size_t first = 0; first < steps; first += ctx.lookahead) {
         const std::size_t count = std::min(ctx.lookahead, steps - first);
         const step_block out{std::span<double>(block.data(), count * ctx.ranks),
-                             std::span<double>(tokens.data(), count * ctx.ranks)};
+                             std::span<double>(tokens.data(), count * ctx.ranks),
+                             std::span<double>(useful.data(), count * ctx.ranks), pad_to};
         std::fill(out.costs.begin(), out.costs.end(), 0.0);
         std::fill(out.tokens.begin(), out.tokens.end(), 0.0);
+        std::fill(out.useful.begin(), out.useful.end(), 0.0);
         runner->run(first, count, out);
         for (std::size_t t = 0; t < count; ++t)
-            acc.add_step(out.costs.subspan(t * ctx.ranks, ctx.ranks));
+            acc.add_step(out.costs.subspan(t * ctx.ranks, ctx.ranks),
+                         out.useful.subspan(t * ctx.ranks, ctx.ranks));
         for (const double x : out.tokens) {
             peak_tokens = std::max(peak_tokens, x);
             over_budget += ctx.memory_budget > 0.0 && x > ctx.memory_budget ? 1 : 0;
@@ -198,10 +217,13 @@ struct policy_result {
     return res;
 }
 
-/// Fills in cv_reduction and speedup_vs_none against the `none` result.
+/// Fills in cv_reduction and speedup_vs_none against the `none` result. The speedup is the ratio
+/// of goodputs: every policy does the same useful work, so it is the ratio of mean step times
+/// under padded batching too, where the spend differs between policies. Packed, goodput is
+/// efficiency exactly.
 inline void relate_to_none(policy_result& res, const policy_result& none) noexcept {
     res.cv_reduction = cv_reduction(res.metrics.cv, none.metrics.cv);
-    res.speedup_vs_none = speedup(res.metrics.efficiency, none.metrics.efficiency);
+    res.speedup_vs_none = speedup(res.metrics.goodput, none.metrics.goodput);
 }
 
 struct skipped_policy {
@@ -216,6 +238,8 @@ struct sim_result {
     double mean_length = 0.0; ///< mean of the lengths (file, or the same pilot sample)
     double bin_tokens = 0.0;  ///< mffd bin capacity used
     bcl::cap_options cap;     ///< the cap every policy ran with, in cost units
+    /// --cap-prior resolved (its length and cost), nothing without one.
+    std::optional<cap_prior> prior;
     std::vector<policy_result> policies;
     std::vector<skipped_policy> skipped;
 };
@@ -260,6 +284,18 @@ inline void validate(const sim_config& cfg) {
     if (cfg.cap.kind == bcl::cap_kind::quantile &&
         !(cfg.cap.quantile > 0.0 && cfg.cap.quantile < 1.0))
         throw input_error("--cap: the percentile must be above 0 and below 100");
+    if (cfg.cap_prior.what == cap_prior_spec::kind::tokens &&
+        !(cfg.cap_prior.tokens > 0.0 && std::isfinite(cfg.cap_prior.tokens)))
+        throw input_error("--cap-prior: a prior must be a length > 0");
+    if (cfg.cap_prior.what != cap_prior_spec::kind::none && cfg.cap.kind != bcl::cap_kind::quantile)
+        throw input_error(fmt::format("--cap-prior {}: a prior needs a quantile --cap such as p99 "
+                                      "(it is the cap until the quantile's warm-up ends), not "
+                                      "--cap {}",
+                                      describe(cfg.cap_prior), describe(cfg.cap)));
+    if (cfg.batching != batch_cost::packed && cfg.batching != batch_cost::padded)
+        throw input_error("--batching: no such batching");
+    if (cfg.emission != emission_order::costliest_first && cfg.emission != emission_order::shuffled)
+        throw input_error("--emission: no such emission order");
     bcl::options opt{.batch_size = cfg.batch, .lookahead = cfg.lookahead};
     opt.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost); // throws for a cap that costs nothing
     opt.memory_budget = cfg.memory_budget;
@@ -280,6 +316,7 @@ inline void validate(const sim_config& cfg) {
     if (!make_source) {
         if (const auto* file = std::get_if<file_spec>(&cfg.dist)) {
             auto lengths = std::make_shared<const std::vector<double>>(load_lengths(file->path));
+            out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, lengths.get());
             out.dataset_records = lengths->size();
             out.p99_length = nearest_rank(*lengths, 0.99);
             out.mean_length = mean_of(*lengths);
@@ -297,11 +334,14 @@ inline void validate(const sim_config& cfg) {
             for (std::size_t i = 0; i < pilot; ++i)
                 sample_lengths[i] = draw_length(cfg.dist, key, i);
             out.mean_length = mean_of(sample_lengths);
+            out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, &sample_lengths);
             out.p99_length = nearest_rank(std::move(sample_lengths), 0.99);
             make_source = [dist = cfg.dist, ranks = cfg.ranks, seed = cfg.seed] {
                 return std::make_unique<synthetic_source>(dist, ranks, seed);
             };
         }
+    } else {
+        out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, nullptr);
     }
     out.bin_tokens =
         cfg.bin_tokens > 0.0 ? cfg.bin_tokens : static_cast<double>(cfg.batch) * out.p99_length;
@@ -311,12 +351,28 @@ inline void validate(const sim_config& cfg) {
 
     const std::vector<const policy_entry*> wanted = requested_policies(cfg);
 
+    // The context of one policy's run, reading `source` and reporting to `watch`.
+    const auto context = [&](record_source* source, const emit_observer& watch) {
+        sim_context ctx;
+        ctx.ranks = cfg.ranks;
+        ctx.batch = cfg.batch;
+        ctx.lookahead = cfg.lookahead;
+        ctx.seed = cfg.seed;
+        ctx.cost = cfg.cost;
+        ctx.source = source;
+        ctx.bin_tokens = out.bin_tokens;
+        ctx.observer = watch;
+        ctx.cap = out.cap;
+        ctx.memory_budget = cfg.memory_budget;
+        ctx.batching = cfg.batching;
+        ctx.emission = cfg.emission;
+        if (out.prior)
+            ctx.cap_prior = out.prior->cost;
+        return ctx;
+    };
     const auto run_one = [&](const policy_entry& e) {
         std::unique_ptr<record_source> source = make_source();
-        const sim_context ctx{
-            cfg.ranks,      cfg.batch, cfg.lookahead, cfg.seed,          cfg.cost, source.get(),
-            out.bin_tokens, observer,  out.cap,       cfg.memory_budget, {}};
-        return run_policy(e, ctx, cfg.steps);
+        return run_policy(e, context(source.get(), observer), cfg.steps);
     };
 
     const policy_entry* none_entry = find_policy("none");
@@ -324,10 +380,7 @@ inline void validate(const sim_config& cfg) {
     // The reference run is silent: the observer sees only the policies that were asked for.
     const policy_result none = none_wanted ? run_one(*none_entry) : [&] {
         std::unique_ptr<record_source> source = make_source();
-        const sim_context ctx{
-            cfg.ranks,      cfg.batch, cfg.lookahead, cfg.seed,          cfg.cost, source.get(),
-            out.bin_tokens, {},        out.cap,       cfg.memory_budget, {}};
-        return run_policy(*none_entry, ctx, cfg.steps);
+        return run_policy(*none_entry, context(source.get(), {}), cfg.steps);
     }();
 
     for (const policy_entry* e : wanted) {

@@ -6,21 +6,25 @@
 //
 // The model: R ranks run synchronous data-parallel steps. In every step each rank processes one
 // batch; the step lasts as long as its slowest rank. A policy decides which records make up each
-// rank's batch in each step; a rank's time is the sum of its records' true costs.
+// rank's batch in each step; a rank's time is the sum of its records' true costs (or, under
+// --batching padded, B times its costliest record's).
 //
 // This header includes the whole engine, one part per header, each usable on its own:
 //   input.hpp           bad input (input_error) and the spec-parsing helpers
 //   random.hpp          SplitMix64, stream keys, shuffles: a seed gives the same run everywhere
 //   workload.hpp        length distributions, workload files, the per-rank record sources
-//   cost_and_cap.hpp    the cost model, the outlier cap, truncation, stream_cap
-//   metrics.hpp         efficiency, cv, p99 step ratio, speedup
+//   batching.hpp        --batching (packed or padded batch cost) and --emission
+//   cost_and_cap.hpp    the cost model, the outlier cap and its prior, truncation, stream_cap
+//   metrics.hpp         efficiency, goodput, cv, p99 step ratio, speedup
 //   policy_runner.hpp   what every policy shares: sim_context, fetch(), policy_runner
 //   baselines.hpp       none, length_grouped, oracle
 //   mffd.hpp            mffd (NeMo-RL sequence packing)
+//   verl_kk.hpp         verl_kk (verl's balance_batch: Karmarkar-Karp per step)
 //   bcl_runner.hpp      tumbling and sliding: a bcl::balancer per rank
 //   simulate.hpp        the policy table, sim_config, sim_result, simulate()
 
 #include "baselines.hpp"
+#include "batching.hpp"
 #include "bcl_runner.hpp"
 #include "cost_and_cap.hpp"
 #include "input.hpp"
@@ -29,4 +33,5 @@
 #include "policy_runner.hpp"
 #include "random.hpp"
 #include "simulate.hpp"
+#include "verl_kk.hpp"
 #include "workload.hpp"

@@ -130,7 +130,7 @@ TEST_CASE("sim: a fixed cap, clipped and truncated, on two ranks by hand", "[sim
     CHECK(tumbling_trunc.extras.peak_batch_memory == 11.0);
 
     // The other baselines see the same truncated records: 2 capped, 40 tokens in all.
-    for (const char* policy : {"oracle", "mffd", "length_grouped"}) {
+    for (const char* policy : {"oracle", "mffd", "verl_kk", "length_grouped"}) {
         hand_settings s = truncate;
         s.bin_tokens = 15.0;
         s.dataset = 16;
@@ -205,7 +205,7 @@ TEST_CASE("sim: under a truncating quantile cap every policy runs on the same re
         capped += t;
     CHECK(capped < uncapped);
     // The other baselines read the same capped stream (whole windows and megabatches here).
-    for (const char* policy : {"oracle", "mffd", "length_grouped"}) {
+    for (const char* policy : {"oracle", "mffd", "verl_kk", "length_grouped"}) {
         const auto run = run_by_hand(policy, streams, B, K, steps, s);
         INFO(policy);
         CHECK(run.extras.capped == none.extras.capped);
@@ -219,4 +219,79 @@ TEST_CASE("sim: under a truncating quantile cap every policy runs on the same re
     s.cap.action = bcl::cap_action::clip;
     CHECK(run_by_hand("none", streams, B, K, steps, s).extras.capped == 0);
     CHECK(run_by_hand("tumbling", streams, B, K, steps, s).extras.capped == none.extras.capped);
+}
+
+TEST_CASE("sim: --cap-prior parses, resolves and needs a quantile cap", "[sim][cap][input]") {
+    using kind = bcl_sim::cap_prior_spec::kind;
+    CHECK(bcl_sim::parse_cap_prior("none").what == kind::none);
+    CHECK(bcl_sim::parse_cap_prior("exact").what == kind::exact);
+    const auto t = bcl_sim::parse_cap_prior("8192");
+    CHECK(t.what == kind::tokens);
+    CHECK(t.tokens == 8192.0);
+    for (const char* bad : {"", "0", "-5", "p99", "exacto", "nan"})
+        CHECK_THROWS_AS(bcl_sim::parse_cap_prior(bad), bcl_sim::input_error);
+    CHECK_THROWS_WITH(bcl_sim::parse_cap_prior("-5"), Contains("a prior must be a length > 0"));
+
+    // exact: the nearest-rank q-quantile of the lengths 1..100 at q = 0.9 is the 90th, 90 tokens;
+    // under cost = L + L^2/100 it costs 90 + 81 = 171.
+    std::vector<double> lengths;
+    for (int i = 100; i >= 1; --i)
+        lengths.push_back(i);
+    const bcl_sim::cost_model quad{0.0, 1.0, 0.01, {}};
+    const auto p90 = bcl_sim::parse_cap("p90");
+    const auto exact =
+        bcl_sim::resolve_cap_prior(bcl_sim::parse_cap_prior("exact"), p90, quad, &lengths);
+    REQUIRE(exact);
+    CHECK(exact->tokens == 90.0);
+    CHECK(exact->cost == Approx(171.0));
+    // A length is priced like a fixed --cap: 50 tokens cost 50 + 25 = 75.
+    const auto fifty =
+        bcl_sim::resolve_cap_prior(bcl_sim::parse_cap_prior("50"), p90, quad, nullptr);
+    REQUIRE(fifty);
+    CHECK(fifty->cost == Approx(75.0));
+    CHECK(!bcl_sim::resolve_cap_prior({}, p90, quad, nullptr));
+    // A prior needs a quantile cap, and exact needs lengths to take the quantile of.
+    CHECK_THROWS_WITH(bcl_sim::resolve_cap_prior(t, bcl_sim::parse_cap("6000"), quad, &lengths),
+                      Contains("needs a quantile --cap"));
+    CHECK_THROWS_WITH(
+        bcl_sim::resolve_cap_prior(bcl_sim::parse_cap_prior("exact"), p90, quad, nullptr),
+        Contains("no workload lengths"));
+    sim_config cfg;
+    cfg.cap_prior = t;
+    CHECK_THROWS_WITH(bcl_sim::validate(cfg), Contains("needs a quantile --cap"));
+    cfg.cap = bcl_sim::parse_cap("p99");
+    CHECK_NOTHROW(bcl_sim::validate(cfg));
+}
+
+TEST_CASE("sim: a truncating quantile cap uses the prior during its warm-up", "[sim][cap]") {
+    // Two ranks, B = 1, three steps, cost = length; a p50 cap whose warm-up is 3 records, so all
+    // three records of each rank arrive before it ends. Without a prior nothing is capped then.
+    // With a prior of 5: rank 0's 10 and 7 are cut to 5, rank 1's 6 too: three records capped.
+    const std::vector<std::vector<double>> streams{{10, 2, 7}, {1, 6, 3}};
+    hand_settings s;
+    s.cap = bcl::cap_options{.kind = bcl::cap_kind::quantile,
+                             .quantile = 0.5,
+                             .warmup = 3,
+                             .action = bcl::cap_action::truncate};
+    const auto plain = run_by_hand("none", streams, 1, 1, 3, s);
+    CHECK(plain.costs == std::vector<double>{10, 1, 2, 6, 7, 3});
+    CHECK(plain.extras.capped == 0);
+    s.cap_prior = 5.0;
+    const auto prior = run_by_hand("none", streams, 1, 1, 3, s);
+    CHECK(prior.costs == std::vector<double>{5, 1, 2, 5, 5, 3});
+    CHECK(prior.extras.capped == 3);
+    // Every baseline reads the same capped stream: 3 capped, 5+2+5 + 1+5+3 = 21 tokens.
+    for (const char* policy : {"length_grouped", "mffd", "verl_kk", "oracle"}) {
+        hand_settings b = s;
+        b.bin_tokens = 100.0;
+        b.dataset = 6; // length_grouped: megabatches of 1 record, one epoch of all 6
+        b.epoch = 6;
+        const auto run = run_by_hand(policy, streams, 1, 1, 3, b);
+        INFO(policy);
+        CHECK(run.extras.capped == 3);
+        double total = 0.0;
+        for (const double x : run.tokens)
+            total += x;
+        CHECK(total == 21.0);
+    }
 }

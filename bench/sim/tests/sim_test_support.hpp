@@ -37,10 +37,12 @@ private:
     std::optional<std::uint64_t> m_epoch;
 };
 
-/// Costs and tokens of one policy on a hand-made stream, step-major: costs[s * R + r].
+/// Costs (what each rank spends), tokens and useful costs (the sum of the records' costs) of one
+/// policy on a hand-made stream, step-major: costs[s * R + r].
 struct hand_run {
     std::vector<double> costs;
     std::vector<double> tokens;
+    std::vector<double> useful;
     bcl_sim::policy_extras extras;
 };
 
@@ -52,6 +54,8 @@ struct hand_settings {
     bcl_sim::cost_model cost{0.0, 1.0, 0.0, {}}; // cost = length
     bcl::cap_options cap{};
     double memory_budget = 0.0;
+    bcl_sim::batch_cost batching = bcl_sim::batch_cost::packed;
+    std::optional<double> cap_prior; // cost units
 };
 
 inline hand_run run_by_hand(std::string_view policy,
@@ -69,19 +73,25 @@ inline hand_run run_by_hand(std::string_view policy,
     ctx.bin_tokens = settings.bin_tokens;
     ctx.cap = settings.cap;
     ctx.memory_budget = settings.memory_budget;
+    ctx.batching = settings.batching;
+    ctx.cap_prior = settings.cap_prior;
     const bcl_sim::policy_entry* entry = bcl_sim::find_policy(policy);
     REQUIRE(entry != nullptr);
     auto runner = entry->make(ctx);
     hand_run out;
     out.costs.assign(steps * ctx.ranks, 0.0);
     out.tokens.assign(steps * ctx.ranks, 0.0);
+    out.useful.assign(steps * ctx.ranks, 0.0);
+    const double pad_to =
+        settings.batching == bcl_sim::batch_cost::padded ? static_cast<double>(batch) : 0.0;
     for (std::size_t first = 0; first < steps; first += lookahead) {
         const std::size_t count = std::min(lookahead, steps - first);
         const std::size_t at = first * ctx.ranks;
         const std::size_t n = count * ctx.ranks;
         runner->run(first, count,
                     bcl_sim::step_block{std::span<double>(out.costs).subspan(at, n),
-                                        std::span<double>(out.tokens).subspan(at, n)});
+                                        std::span<double>(out.tokens).subspan(at, n),
+                                        std::span<double>(out.useful).subspan(at, n), pad_to});
     }
     out.extras = runner->extras();
     return out;

@@ -5,13 +5,15 @@
 #include "policy_runner.hpp"
 #include "random.hpp"
 
-#include <algorithm>
 #include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
 #include <bcl/statistics.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/format.h>
 #include <optional>
 #include <span>
 #include <utility>
@@ -61,8 +63,7 @@ public:
     explicit length_grouped_runner(const sim_context& ctx) : m_ctx(ctx) {
         const std::optional<std::uint64_t> n = ctx.source->dataset_size();
         std::uint64_t mult = 50;
-        if (n)
-            mult = std::clamp<std::uint64_t>(*n / (4 * std::uint64_t{ctx.batch}), 1, 50);
+        if (n) mult = std::clamp<std::uint64_t>(*n / (4 * std::uint64_t{ctx.batch}), 1, 50);
         m_megabatch = mult * ctx.batch;
         m_epoch = ctx.source->global_epoch();
     }
@@ -122,11 +123,9 @@ private:
                 const std::size_t mb_end = std::min<std::size_t>(mb + m_megabatch, m_items.size());
                 std::stable_sort(m_items.begin() + static_cast<std::ptrdiff_t>(mb),
                                  m_items.begin() + static_cast<std::ptrdiff_t>(mb_end), longer);
-                if (m_items[mb].length > m_items[longest_group].length)
-                    longest_group = mb;
+                if (m_items[mb].length > m_items[longest_group].length) longest_group = mb;
             }
-            if (m_epoch)
-                std::swap(m_items[start], m_items[longest_group]);
+            if (m_epoch) std::swap(m_items[start], m_items[longest_group]);
         }
     }
 
@@ -175,17 +174,14 @@ public:
                       : 0.0);
 
         m_pack_cost.assign(packs, 0.0);
-        for (std::size_t i = 0; i < n; ++i)
-            m_pack_cost[m_pack_of[i]] += m_costs[i];
+        for (std::size_t i = 0; i < n; ++i) m_pack_cost[m_pack_of[i]] += m_costs[i];
         m_order.resize(packs);
-        for (std::size_t p = 0; p < packs; ++p)
-            m_order[p] = static_cast<std::uint32_t>(p);
+        for (std::size_t p = 0; p < packs; ++p) m_order[p] = static_cast<std::uint32_t>(p);
         std::sort(m_order.begin(), m_order.end(), [this](std::uint32_t a, std::uint32_t b) {
             return m_pack_cost[a] > m_pack_cost[b] || (m_pack_cost[a] == m_pack_cost[b] && a < b);
         });
         std::vector<std::uint32_t> group_of_step(K);
-        for (std::size_t t = 0; t < K; ++t)
-            group_of_step[t] = static_cast<std::uint32_t>(t);
+        for (std::size_t t = 0; t < K; ++t) group_of_step[t] = static_cast<std::uint32_t>(t);
         splitmix rng(stream_key(m_ctx.seed, domain::oracle, first / K));
         shuffle(std::span<std::uint32_t>(group_of_step), rng);
         // (step offset, rank) of every pack.
@@ -196,16 +192,14 @@ public:
 
         for (std::size_t i = 0; i < n; ++i) {
             const auto [t, r] = m_slot_of_pack[m_pack_of[i]];
-            if (t >= count)
-                continue; // past the end of the run
+            if (t >= count) continue; // past the end of the run
             out.charge(t, r, R, m_items[i]);
             m_capped += m_items[i].capped ? 1 : 0;
             const std::size_t s = first + t;
             observe(m_ctx, s, r, m_items[i].id);
             const std::uint64_t arrival =
                 arrival_step(m_ctx, std::uint64_t{first} * B + i % window);
-            if (s > arrival)
-                m_max_delay = std::max<std::uint64_t>(m_max_delay, s - arrival);
+            if (s > arrival) m_max_delay = std::max<std::uint64_t>(m_max_delay, s - arrival);
         }
     }
 

@@ -5,6 +5,7 @@
 #include "input.hpp"
 
 #include <fmt/format.h>
+
 #include <string_view>
 
 namespace bcl_sim {
@@ -36,20 +37,16 @@ enum class emission_order {
 
 /// Parses a --batching value: `packed` or `padded`. Throws input_error otherwise.
 [[nodiscard]] inline batch_cost parse_batching(std::string_view text) {
-    if (text == "packed")
-        return batch_cost::packed;
-    if (text == "padded")
-        return batch_cost::padded;
+    if (text == "packed") return batch_cost::packed;
+    if (text == "padded") return batch_cost::padded;
     throw input_error(
         fmt::format("--batching {}: unknown batching (expected packed or padded)", text));
 }
 
 /// Parses an --emission value: `costliest_first` or `shuffled`. Throws input_error otherwise.
 [[nodiscard]] inline emission_order parse_emission(std::string_view text) {
-    if (text == "costliest_first")
-        return emission_order::costliest_first;
-    if (text == "shuffled")
-        return emission_order::shuffled;
+    if (text == "costliest_first") return emission_order::costliest_first;
+    if (text == "shuffled") return emission_order::shuffled;
     throw input_error(fmt::format(
         "--emission {}: unknown emission order (expected costliest_first or shuffled)", text));
 }

@@ -5,15 +5,17 @@
 #include "policy_runner.hpp"
 #include "random.hpp"
 
-#include <algorithm>
 #include <bcl/balancer.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/record_model.hpp>
 #include <bcl/statistics.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/format.h>
 #include <functional>
 #include <memory>
 #include <optional>

@@ -13,14 +13,15 @@
 #include "simulator.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/format.h>
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <variant>
@@ -93,11 +94,9 @@ nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res
 
     nlohmann::ordered_json policies = nlohmann::ordered_json::array();
     if (cfg.policies.empty())
-        for (const auto& e : bcl_sim::policy_table())
-            policies.push_back(std::string(e.name));
+        for (const auto& e : bcl_sim::policy_table()) policies.push_back(std::string(e.name));
     else
-        for (const auto& name : cfg.policies)
-            policies.push_back(name);
+        for (const auto& name : cfg.policies) policies.push_back(name);
 
     return {{"dist", dist},
             {"cost", bcl_sim::cost_json(cfg.cost)},
@@ -140,8 +139,7 @@ void print_json(const cli_options& opt, const sim_result& res) {
     nlohmann::ordered_json out;
     out["config"] = config_json(opt, res);
     out["policies"] = nlohmann::ordered_json::array();
-    for (const auto& p : res.policies)
-        out["policies"].push_back(policy_json(p));
+    for (const auto& p : res.policies) out["policies"].push_back(policy_json(p));
     out["skipped"] = nlohmann::ordered_json::array();
     for (const auto& s : res.skipped)
         out["skipped"].push_back({{"policy", s.name}, {"reason", s.reason}});
@@ -150,8 +148,7 @@ void print_json(const cli_options& opt, const sim_result& res) {
 
 void print_csv(const sim_result& res) {
     fmt::print("policy");
-    for (const char* f : metric_fields)
-        fmt::print(",{}", f);
+    for (const char* f : metric_fields) fmt::print(",{}", f);
     fmt::print("\n");
     for (const auto& p : res.policies) {
         fmt::print("{},{},{},{},{},{},{},{},{},{},{},{}\n", p.name, p.metrics.efficiency,
@@ -161,8 +158,7 @@ void print_csv(const sim_result& res) {
                    p.extras.max_delay_batches, p.extras.capped, p.peak_batch_tokens,
                    p.over_budget_batches);
     }
-    for (const auto& s : res.skipped)
-        fmt::print(stderr, "bcl-sim: {}\n", s.reason);
+    for (const auto& s : res.skipped) fmt::print(stderr, "bcl-sim: {}\n", s.reason);
 }
 
 // Prints `text` word-wrapped to 100 columns, later lines indented by two spaces.
@@ -188,8 +184,7 @@ void print_wrapped(std::string_view text) {
 void print_table(const cli_options& opt, const sim_result& res) {
     const sim_config& cfg = opt.cfg;
     fmt::print("bcl-sim  dist {}", bcl_sim::describe(cfg.dist));
-    if (res.dataset_records)
-        fmt::print(" ({} lengths)", *res.dataset_records);
+    if (res.dataset_records) fmt::print(" ({} lengths)", *res.dataset_records);
     fmt::print(", mean length {:.0f}, p99 length {}\n", res.mean_length, res.p99_length);
     fmt::print("         cost {} (a + b*L + c*L^2)\n", bcl_sim::describe(cfg.cost));
     fmt::print("         R={} ranks, B={} records per rank per step, K={} lookahead, {} steps, "
@@ -226,8 +221,7 @@ void print_table(const cli_options& opt, const sim_result& res) {
          {std::pair{res.prior.has_value(), "--cap-prior"},
           std::pair{cfg.batching != bcl_sim::batch_cost::packed, "--batching"},
           std::pair{cfg.emission != bcl_sim::emission_order::costliest_first, "--emission"}})
-        if (given)
-            pending += fmt::format("{}{}", pending.empty() ? "" : ", ", flag);
+        if (given) pending += fmt::format("{}{}", pending.empty() ? "" : ", ", flag);
     if (!pending.empty())
         fmt::print("         not yet passed to bcl's balancers (the library does not take it yet): "
                    "{}\n",
@@ -246,30 +240,24 @@ void print_table(const cli_options& opt, const sim_result& res) {
     }
     bool header = false;
     for (const auto& p : res.policies) {
-        if (p.extras.note.empty())
-            continue;
-        if (!header)
-            fmt::print("\n");
+        if (p.extras.note.empty()) continue;
+        if (!header) fmt::print("\n");
         header = true;
         print_wrapped(fmt::format("{}: {}", p.name, p.extras.note));
     }
-    if (!res.skipped.empty())
-        fmt::print("\n");
-    for (const auto& s : res.skipped)
-        print_wrapped(s.reason);
+    if (!res.skipped.empty()) fmt::print("\n");
+    for (const auto& s : res.skipped) print_wrapped(s.reason);
 }
 
 // Long format, one row per (policy, step): the input of scripts/plot_sim.py.
 void write_trace(const std::string& path, const sim_result& res) {
     std::ofstream out(path);
-    if (!out)
-        throw bcl_sim::input_error(fmt::format("--trace {}: cannot open for writing", path));
+    if (!out) throw bcl_sim::input_error(fmt::format("--trace {}: cannot open for writing", path));
     out << "policy,step,max_cost,mean_cost\n";
     for (const auto& p : res.policies)
         for (std::size_t s = 0; s < p.step_max.size(); ++s)
             out << fmt::format("{},{},{},{}\n", p.name, s, p.step_max[s], p.step_mean[s]);
-    if (!out)
-        throw bcl_sim::input_error(fmt::format("--trace {}: write failed", path));
+    if (!out) throw bcl_sim::input_error(fmt::format("--trace {}: write failed", path));
 }
 
 /// Runs the requested policies one simulate() call at a time, so that the progress line can say
@@ -381,8 +369,7 @@ int main(int argc, char** argv) {
         if (!opt.policy_text.empty())
             cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
         const sim_result res = simulate_each(cfg, bar);
-        if (!opt.trace.empty())
-            write_trace(opt.trace, res);
+        if (!opt.trace.empty()) write_trace(opt.trace, res);
         if (opt.format == "json")
             print_json(opt, res);
         else if (opt.format == "csv")

@@ -4,15 +4,17 @@
 #include "input.hpp"
 #include "workload.hpp"
 
-#include <algorithm>
-#include <array>
+#include <bcl/detail/quantile_sketch.hpp>
 #include <bcl/estimators.hpp>
 #include <bcl/options.hpp>
-#include <bcl/detail/quantile_sketch.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/format.h>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -84,8 +86,7 @@ struct cap_spec {
 /// rank's costs) or a plain number (a fixed cap in tokens). Throws input_error otherwise.
 [[nodiscard]] inline cap_spec parse_cap(std::string_view text) {
     const std::string_view t = detail::trim(text);
-    if (t == "none")
-        return {};
+    if (t == "none") return {};
     const auto bad = [&](std::string_view why) {
         return input_error(fmt::format("--cap {}: {} (expected none, p<percent> such as p99 or "
                                        "p99.5, or a length in tokens such as 32768)",
@@ -93,17 +94,14 @@ struct cap_spec {
     };
     if (!t.empty() && (t.front() == 'p' || t.front() == 'P')) {
         const std::optional<double> percent = detail::parse_number(t.substr(1));
-        if (!percent)
-            throw bad("the percentile is not a number");
+        if (!percent) throw bad("the percentile is not a number");
         if (!(*percent > 0.0 && *percent < 100.0))
             throw bad("the percentile must be above 0 and below 100");
         return {bcl::cap_kind::quantile, 0.0, *percent / 100.0};
     }
     const std::optional<double> tokens = detail::parse_number(t);
-    if (!tokens)
-        throw bad("not a cap");
-    if (!(*tokens > 0.0))
-        throw bad("a fixed cap must be a length > 0");
+    if (!tokens) throw bad("not a cap");
+    if (!(*tokens > 0.0)) throw bad("a fixed cap must be a length > 0");
     return {bcl::cap_kind::fixed, *tokens, 0.99};
 }
 
@@ -125,10 +123,8 @@ struct cap_spec {
 
 /// Parses a --cap-action value: `clip` or `truncate`.
 [[nodiscard]] inline bcl::cap_action parse_cap_action(std::string_view text) {
-    if (text == "clip")
-        return bcl::cap_action::clip;
-    if (text == "truncate")
-        return bcl::cap_action::truncate;
+    if (text == "clip") return bcl::cap_action::clip;
+    if (text == "truncate") return bcl::cap_action::truncate;
     throw input_error(
         fmt::format("--cap-action {}: unknown action (expected clip or truncate)", text));
 }
@@ -167,10 +163,8 @@ struct cap_prior_spec {
 /// input_error otherwise.
 [[nodiscard]] inline cap_prior_spec parse_cap_prior(std::string_view text) {
     const std::string_view t = detail::trim(text);
-    if (t == "none")
-        return {};
-    if (t == "exact")
-        return {cap_prior_spec::kind::exact, 0.0};
+    if (t == "none") return {};
+    if (t == "exact") return {cap_prior_spec::kind::exact, 0.0};
     const std::optional<double> tokens = detail::parse_number(t);
     if (!tokens || !(*tokens > 0.0))
         throw input_error(fmt::format("--cap-prior {}: {} (expected none, exact, or a length in "
@@ -207,8 +201,7 @@ struct cap_prior {
 [[nodiscard]] inline std::optional<cap_prior>
 resolve_cap_prior(const cap_prior_spec& prior, const cap_spec& cap, const cost_model& cost,
                   const std::vector<double>* lengths) {
-    if (prior.what == cap_prior_spec::kind::none)
-        return std::nullopt;
+    if (prior.what == cap_prior_spec::kind::none) return std::nullopt;
     if (cap.kind != bcl::cap_kind::quantile)
         throw input_error(fmt::format("--cap-prior {}: a prior needs a quantile --cap such as p99 "
                                       "(it is the cap until the quantile's warm-up ends)",
@@ -244,27 +237,22 @@ resolve_cap_prior(const cap_prior_spec& prior, const cap_spec& cap, const cost_m
 /// record costs more than the cap (a > cap), and `length` unchanged when the cost does not grow
 /// with length (b == c == 0) or the record is within the cap already.
 [[nodiscard]] inline double truncated_length(const cost_model& m, double length, double cap) {
-    if (m(length) <= cap)
-        return length;
-    if (m.b == 0.0 && m.c == 0.0)
-        return length;
-    if (m.a > cap)
-        return 0.0;
+    if (m(length) <= cap) return length;
+    if (m.b == 0.0 && m.c == 0.0) return length;
+    if (m.a > cap) return 0.0;
     const double room = cap - m.a;
     const double root = 2.0 * room / (m.b + std::sqrt(m.b * m.b + 4.0 * m.c * room));
     double whole = std::floor(root);
-    while (whole > 0.0 && m(whole) > cap)
-        whole -= 1.0;
-    while (whole + 1.0 < length && m(whole + 1.0) <= cap)
-        whole += 1.0;
+    while (whole > 0.0 && m(whole) > cap) whole -= 1.0;
+    while (whole + 1.0 < length && m(whole + 1.0) <= cap) whole += 1.0;
     return std::min(whole, length);
 }
 
 /// The truncating cap applied to the baselines' records, so that every policy runs on the same
 /// truncated workload. Each rank's stream is capped the way that rank's bcl::balancer caps it:
 /// records are taken in the rank's arrival order (index 0, 1, ...); a fixed cap is the cost
-/// cap; a quantile cap is read from a bcl::detail::quantile_sketch of the rank's uncapped costs, not
-/// before the warm-up (bcl::cap_warmup) and then re-read when the warm-up ends and every 64
+/// cap; a quantile cap is read from a bcl::detail::quantile_sketch of the rank's uncapped costs,
+/// not before the warm-up (bcl::cap_warmup) and then re-read when the warm-up ends and every 64
 /// records, exactly the rule of bcl::balancer's current_cap() (include/bcl/balancer.hpp); during
 /// the warm-up the cap is the --cap-prior if one is given (bcl::cap_options::prior, once the
 /// library takes it), +infinity otherwise. A record
@@ -287,8 +275,7 @@ public:
                std::optional<double> prior = std::nullopt)
         : m_source(source), m_cost(cost), m_cap(cap), m_prior(prior.value_or(HUGE_VAL)),
           m_state(ranks) {
-        if (m_cap.kind == bcl::cap_kind::quantile)
-            m_sketches.resize(ranks);
+        if (m_cap.kind == bcl::cap_kind::quantile) m_sketches.resize(ranks);
     }
 
     /// Rank `rank`'s index-th record, capped.
@@ -297,8 +284,7 @@ public:
         if (index + 1 < st.next)
             throw std::logic_error(fmt::format("stream_cap: rank {} read record {} after record {}",
                                                rank, index, st.next - 1));
-        while (st.next <= index)
-            st.last = advance(rank, st);
+        while (st.next <= index) st.last = advance(rank, st);
         return st.last;
     }
 
@@ -311,13 +297,11 @@ private:
 
     // As bcl::balancer::current_cap(): the cap for the record about to be added.
     double current_cap(std::size_t rank, rank_state& st) {
-        if (m_cap.kind == bcl::cap_kind::fixed)
-            return m_cap.value;
+        if (m_cap.kind == bcl::cap_kind::fixed) return m_cap.value;
         const bcl::detail::quantile_sketch& sketch = m_sketches[rank];
         const std::uint64_t seen = sketch.count();
         const std::size_t warmup = bcl::cap_warmup(m_cap);
-        if (seen < warmup)
-            return m_prior;
+        if (seen < warmup) return m_prior;
         if (seen == warmup || (seen - warmup) % quantile_refresh == 0)
             st.cap = sketch.quantile(m_cap.quantile);
         return st.cap;
@@ -330,8 +314,7 @@ private:
         const double cap = current_cap(rank, st);
         if (m_cap.kind == bcl::cap_kind::quantile)
             m_sketches[rank].add(cost); // the uncapped cost, as the balancer's sketch sees it
-        if (cost <= cap)
-            return {length, false};
+        if (cost <= cap) return {length, false};
         return {truncated_length(m_cost, length, cap), true};
     }
 

@@ -1,11 +1,12 @@
 #pragma once
 // Bad input (input_error) and the parsing helpers of the `name:key=value,...` specs.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
-#include <fmt/format.h>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -27,10 +28,8 @@ namespace detail {
 
 [[nodiscard]] inline std::string_view trim(std::string_view s) noexcept {
     const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!s.empty() && space(s.front()))
-        s.remove_prefix(1);
-    while (!s.empty() && space(s.back()))
-        s.remove_suffix(1);
+    while (!s.empty() && space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && space(s.back())) s.remove_suffix(1);
     return s;
 }
 
@@ -54,8 +53,7 @@ inline void parse_params(std::string_view what, std::string_view list,
                          std::span<const param> params) {
     std::string expected;
     for (const param& p : params) {
-        if (!expected.empty())
-            expected += ", ";
+        if (!expected.empty()) expected += ", ";
         expected += p.key;
     }
     while (!list.empty()) {
@@ -82,8 +80,7 @@ inline void parse_params(std::string_view what, std::string_view list,
 }
 
 inline void require(bool ok, std::string_view what, std::string_view rule) {
-    if (!ok)
-        throw input_error(fmt::format("{}: {}", what, rule));
+    if (!ok) throw input_error(fmt::format("{}: {}", what, rule));
 }
 
 } // namespace detail

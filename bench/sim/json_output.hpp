@@ -5,8 +5,9 @@
 #include "cost_and_cap.hpp"
 #include "workload.hpp"
 
-#include <cstdint>
 #include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <string>
 #include <variant>
 
@@ -18,10 +19,8 @@ namespace bcl_sim {
 dist_json(const std::string& spec, const dist_spec& dist, std::uint64_t records) {
     nlohmann::ordered_json out = {
         {"spec", spec}, {"kind", std::string(dist_name(dist))}, {"resolved", describe(dist)}};
-    if (const auto* file = std::get_if<file_spec>(&dist))
-        out["path"] = file->path;
-    if (records > 0)
-        out["records"] = records;
+    if (const auto* file = std::get_if<file_spec>(&dist)) out["path"] = file->path;
+    if (records > 0) out["records"] = records;
     return out;
 }
 

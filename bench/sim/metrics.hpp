@@ -2,8 +2,9 @@
 // The metrics of a run: efficiency, goodput, cv, p99 step ratio, cv reduction and speedup against
 // none.
 
-#include <algorithm>
 #include <bcl/statistics.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <span>
@@ -18,15 +19,13 @@ namespace bcl_sim {
 /// Arithmetic mean of `values` (0 for none).
 [[nodiscard]] inline double mean_of(const std::vector<double>& values) noexcept {
     double sum = 0.0;
-    for (const double x : values)
-        sum += x;
+    for (const double x : values) sum += x;
     return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
 }
 
 /// Nearest-rank quantile q in (0, 1] of `values` (copied; values need not be sorted).
 [[nodiscard]] inline double nearest_rank(std::vector<double> values, double q) {
-    if (values.empty())
-        return 0.0;
+    if (values.empty()) return 0.0;
     auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
     rank = std::clamp<std::size_t>(rank, 1, values.size());
     std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank - 1),
@@ -74,8 +73,7 @@ public:
         }
         // The same accumulator over the same values when they are the same values (packed), so
         // goodput is then exactly efficiency.
-        for (const double u : rank_useful)
-            m_useful.add(u);
+        for (const double u : rank_useful) m_useful.add(u);
         m_step_max.push_back(max);
         m_step_mean.push_back(rank_costs.empty() ? 0.0
                                                  : sum / static_cast<double>(rank_costs.size()));
@@ -84,11 +82,9 @@ public:
     [[nodiscard]] step_metrics result() const {
         step_metrics m;
         m.steps = m_step_max.size();
-        if (m.steps == 0)
-            return m;
+        if (m.steps == 0) return m;
         double max_sum = 0.0;
-        for (const double x : m_step_max)
-            max_sum += x;
+        for (const double x : m_step_max) max_sum += x;
         m.mean_step_time = max_sum / static_cast<double>(m.steps);
         m.mean_rank_cost = m_all.mean();
         m.cv = m_all.cv();

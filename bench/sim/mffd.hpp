@@ -5,10 +5,11 @@
 #include "input.hpp"
 #include "policy_runner.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/format.h>
 #include <functional>
 #include <iterator>
 #include <set>
@@ -76,8 +77,7 @@ mffd_pack(std::span<const double> lengths, double capacity) {
         items[i] = {lengths[i], static_cast<std::uint32_t>(i)};
     std::vector<mffd_item> large;
     for (const mffd_item& item : items)
-        if (item.length > capacity / 2)
-            large.push_back(item);
+        if (item.length > capacity / 2) large.push_back(item);
     std::sort(large.begin(), large.end(), detail::longest_first{});
 
     std::vector<std::vector<std::uint32_t>> bins; // phases 1-4: one bin per large item
@@ -90,8 +90,7 @@ mffd_pack(std::span<const double> lengths, double capacity) {
         std::set<mffd_item, detail::shortest_first> small;
         std::set<mffd_item, detail::longest_first> rest; // phase 4's pool: medium, small, tiny
         for (const mffd_item& item : items) {
-            if (item.length > capacity / 2)
-                continue;
+            if (item.length > capacity / 2) continue;
             if (item.length > capacity / 3)
                 medium.insert(item);
             else if (item.length > capacity / 6)
@@ -108,20 +107,17 @@ mffd_pack(std::span<const double> lengths, double capacity) {
         std::vector<bool> has_medium(nl, false);
         for (std::size_t b = 0; b < nl; ++b) { // phase 2
             const auto it = detail::first_fitting(medium, capacity - used[b]);
-            if (it == medium.end())
-                continue;
+            if (it == medium.end()) continue;
             bins[b].push_back(it->index);
             used[b] += it->length;
             has_medium[b] = true;
             medium.erase(it);
         }
         for (std::size_t b = nl; b-- > 0;) { // phase 3
-            if (has_medium[b] || small.size() < 2)
-                continue;
+            if (has_medium[b] || small.size() < 2) continue;
             const double room = capacity - used[b];
             const auto s1 = small.begin();
-            if (s1->length + std::next(s1)->length > room)
-                continue;
+            if (s1->length + std::next(s1)->length > room) continue;
             const mffd_item first = *s1;
             small.erase(s1);
             // The longest small item that fits beside the first; among equal lengths the last in
@@ -190,28 +186,23 @@ inline void adjust_bin_count(std::vector<std::vector<std::uint32_t>>& bins, std:
                              std::size_t multiple) {
     const std::size_t current = bins.size();
     std::size_t target = std::max(current, min_bins);
-    if (multiple > 0 && target % multiple != 0)
-        target += multiple - target % multiple;
-    if (target == current)
-        return;
+    if (multiple > 0 && target % multiple != 0) target += multiple - target % multiple;
+    if (target == current) return;
     std::size_t items = 0;
-    for (const auto& bin : bins)
-        items += bin.size();
+    for (const auto& bin : bins) items += bin.size();
     if (items < target)
         throw input_error(fmt::format(
             "mffd: NeMo-RL's packer cannot make {} bins of at least one sequence from {} "
             "sequences (it raises ValueError); use a larger --batch or --bin-tokens",
             target, items));
     std::vector<std::pair<std::size_t, std::size_t>> ranked; // (items, bin), most first
-    for (std::size_t b = 0; b < current; ++b)
-        ranked.emplace_back(bins[b].size(), b);
+    for (std::size_t b = 0; b < current; ++b) ranked.emplace_back(bins[b].size(), b);
     std::sort(ranked.begin(), ranked.end(), std::greater<>{});
     std::size_t source = 0;
     while (bins.size() < target) {
         // With at least `target` items some ranked bin still has two (phase 5 leaves at most one
         // bin empty), so this never runs off the end.
-        while (source < ranked.size() && bins[ranked[source].second].size() <= 1)
-            ++source;
+        while (source < ranked.size() && bins[ranked[source].second].size() <= 1) ++source;
         if (source == ranked.size())
             throw std::logic_error("adjust_bin_count: no bin left to take a sequence from");
         std::vector<std::uint32_t>& from = bins[ranked[source].second];

@@ -5,8 +5,9 @@
 #include "cost_and_cap.hpp"
 #include "workload.hpp"
 
-#include <algorithm>
 #include <bcl/options.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -79,8 +80,7 @@ struct sample {
 }
 
 inline void observe(const sim_context& ctx, std::size_t step, std::size_t rank, std::uint64_t id) {
-    if (ctx.observer)
-        ctx.observer(step, rank, id);
+    if (ctx.observer) ctx.observer(step, rank, id);
 }
 
 /// What a policy reports besides its costs.

@@ -65,8 +65,7 @@ public:
         const std::uint64_t limit = (std::uint64_t{0} - bound) % bound; // 2^64 mod bound
         for (;;) {
             const std::uint64_t x = next();
-            if (x >= limit)
-                return x % bound;
+            if (x >= limit) return x % bound;
         }
     }
 

@@ -13,14 +13,16 @@
 #include "verl_kk.hpp"
 #include "workload.hpp"
 
-#include <algorithm>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/format.h>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -107,8 +109,7 @@ template <class Runner>
                  return fmt::format("oracle skipped: R*K*B = {} records per window is more than "
                                     "one partition call takes ({})",
                                     window, bcl::max_window_records);
-             if (cfg.ranks <= cfg.oracle_max_ranks)
-                 return {};
+             if (cfg.ranks <= cfg.oracle_max_ranks) return {};
              return fmt::format("oracle skipped: R = {} > --oracle-max-ranks = {} (it partitions "
                                 "R*K*B = {} records per window at once); raise the limit to run it",
                                 cfg.ranks, cfg.oracle_max_ranks,
@@ -124,8 +125,7 @@ template <class Runner>
 
 [[nodiscard]] inline const policy_entry* find_policy(std::string_view name) {
     for (const policy_entry& e : policy_table())
-        if (e.name == name)
-            return &e;
+        if (e.name == name) return &e;
     return nullptr;
 }
 
@@ -134,13 +134,11 @@ template <class Runner>
 [[nodiscard]] inline std::vector<const policy_entry*> requested_policies(const sim_config& cfg) {
     std::vector<const policy_entry*> wanted;
     if (cfg.policies.empty())
-        for (const policy_entry& e : policy_table())
-            wanted.push_back(&e);
+        for (const policy_entry& e : policy_table()) wanted.push_back(&e);
     else
         for (const std::string& name : cfg.policies) {
             const policy_entry* e = find_policy(name);
-            if (std::find(wanted.begin(), wanted.end(), e) == wanted.end())
-                wanted.push_back(e);
+            if (std::find(wanted.begin(), wanted.end(), e) == wanted.end()) wanted.push_back(e);
         }
     return wanted;
 }
@@ -149,8 +147,7 @@ template <class Runner>
 [[nodiscard]] inline std::string policy_names() {
     std::string names;
     for (const policy_entry& e : policy_table()) {
-        if (!names.empty())
-            names += ',';
+        if (!names.empty()) names += ',';
         names += e.name;
     }
     return names;
@@ -249,8 +246,7 @@ using source_factory = std::function<std::unique_ptr<record_source>()>;
 
 /// Throws input_error "`flag` must be at least 1" for a count of 0.
 inline void require_at_least_one(std::size_t value, std::string_view flag) {
-    if (value == 0)
-        throw input_error(fmt::format("{} must be at least 1", flag));
+    if (value == 0) throw input_error(fmt::format("{} must be at least 1", flag));
 }
 
 /// bcl::validate(opt), with the bcl::error it throws for options the library refuses reported as
@@ -269,8 +265,7 @@ inline void validate(const sim_config& cfg) {
     require_at_least_one(cfg.batch, "--batch");
     require_at_least_one(cfg.lookahead, "--lookahead");
     require_at_least_one(cfg.steps, "--steps");
-    if (cfg.ranks > (std::size_t{1} << 20))
-        throw input_error("--ranks must be at most 1048576");
+    if (cfg.ranks > (std::size_t{1} << 20)) throw input_error("--ranks must be at most 1048576");
     if (std::uint64_t{cfg.ranks} * cfg.batch > (std::uint64_t{1} << 30))
         throw input_error("--ranks * --batch must be at most 2^30 records per step");
     if (!(cfg.bin_tokens >= 0.0) || !std::isfinite(cfg.bin_tokens))
@@ -345,8 +340,7 @@ inline void validate(const sim_config& cfg) {
     }
     out.bin_tokens =
         cfg.bin_tokens > 0.0 ? cfg.bin_tokens : static_cast<double>(cfg.batch) * out.p99_length;
-    if (!(out.bin_tokens > 0.0))
-        out.bin_tokens = 1.0; // all lengths 0: any capacity will do
+    if (!(out.bin_tokens > 0.0)) out.bin_tokens = 1.0; // all lengths 0: any capacity will do
     out.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost);
 
     const std::vector<const policy_entry*> wanted = requested_policies(cfg);
@@ -366,8 +360,7 @@ inline void validate(const sim_config& cfg) {
         ctx.memory_budget = cfg.memory_budget;
         ctx.batching = cfg.batching;
         ctx.emission = cfg.emission;
-        if (out.prior)
-            ctx.cap_prior = out.prior->cost;
+        if (out.prior) ctx.cap_prior = out.prior->cost;
         return ctx;
     };
     const auto run_one = [&](const policy_entry& e) {

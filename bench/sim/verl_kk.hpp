@@ -42,17 +42,14 @@ struct kk_items {
     // verl's Set.__lt__: by sum, then by number of items, then by the items themselves as a list
     // of (index, value) pairs in the order they were added, compared lexicographically.
     [[nodiscard]] bool less(const kk_state::set& a, const kk_state::set& b) const noexcept {
-        if (a.sum != b.sum)
-            return a.sum < b.sum;
-        if (a.count != b.count)
-            return a.count < b.count;
+        if (a.sum != b.sum) return a.sum < b.sum;
+        if (a.count != b.count) return a.count < b.count;
         std::uint32_t i = a.head;
         std::uint32_t j = b.head;
         // Items are unique, so the first pair that differs differs in its index (and a set only
         // equals itself).
         for (std::uint32_t n = 0; n < a.count; ++n, i = next[i], j = next[j])
-            if (i != j)
-                return i < j;
+            if (i != j) return i < j;
         return false;
     }
 
@@ -61,8 +58,7 @@ struct kk_items {
     [[nodiscard]] bool state_less(const kk_state& a, const kk_state& b) const noexcept {
         const double sa = a.spread();
         const double sb = b.spread();
-        if (sa != sb)
-            return sa > sb;
+        if (sa != sb) return sa > sb;
         return less(b.sets.front(), a.sets.front());
     }
 
@@ -100,8 +96,7 @@ void py_sift_down(std::vector<kk_state>& heap, std::size_t start, std::size_t po
     kk_state item = std::move(heap[pos]);
     while (pos > start) {
         const std::size_t parent = (pos - 1) / 2;
-        if (!less(item, heap[parent]))
-            break;
+        if (!less(item, heap[parent])) break;
         heap[pos] = std::move(heap[parent]);
         pos = parent;
     }
@@ -118,8 +113,7 @@ template <class Less>
 [[nodiscard]] kk_state py_heap_pop(std::vector<kk_state>& heap, const Less& less) {
     kk_state last = std::move(heap.back());
     heap.pop_back();
-    if (heap.empty())
-        return last;
+    if (heap.empty()) return last;
     kk_state top = std::move(heap.front());
     heap.front() = std::move(last);
     // heapq._siftup: walk the smaller child up to a leaf, then sift the item down from there.
@@ -129,8 +123,7 @@ template <class Less>
     std::size_t child = 1;
     while (child < end) {
         const std::size_t right = child + 1;
-        if (right < end && !less(heap[child], heap[right]))
-            child = right;
+        if (right < end && !less(heap[child], heap[right])) child = right;
         heap[pos] = std::move(heap[child]);
         pos = child;
         child = 2 * pos + 1;

@@ -4,12 +4,13 @@
 #include "input.hpp"
 #include "random.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <fmt/format.h>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -75,8 +76,7 @@ using dist_spec = std::variant<lognormal_spec, pareto_spec, bimodal_spec, unifor
     using detail::param;
     using detail::require;
     if (name == "file") {
-        if (rest.empty())
-            throw input_error(fmt::format("{}: expected file:PATH", what));
+        if (rest.empty()) throw input_error(fmt::format("{}: expected file:PATH", what));
         return file_spec{std::string(rest)};
     }
     if (name == "lognormal") {
@@ -178,16 +178,14 @@ inline constexpr double max_token_count = 2147483648.0;
 /// without any length: a fraction or a runaway exponent in a file is reported, not simulated.
 [[nodiscard]] inline std::vector<double> load_lengths(const std::string& path) {
     std::ifstream in(path);
-    if (!in)
-        throw input_error(fmt::format("--dist file:{}: cannot open the file", path));
+    if (!in) throw input_error(fmt::format("--dist file:{}: cannot open the file", path));
     std::vector<double> lengths;
     std::string line;
     std::size_t number = 0;
     while (std::getline(in, line)) {
         ++number;
         const std::string_view text = detail::trim(line);
-        if (text.empty())
-            continue;
+        if (text.empty()) continue;
         const std::optional<double> value = detail::parse_number(text);
         if (!value)
             throw input_error(fmt::format("{}:{}: '{}' is not a number (expected one length per "
@@ -204,10 +202,8 @@ inline constexpr double max_token_count = 2147483648.0;
                 max_token_count));
         lengths.push_back(*value + 0.0); // + 0.0 turns -0 into 0
     }
-    if (in.bad())
-        throw input_error(fmt::format("--dist file:{}: read error", path));
-    if (lengths.empty())
-        throw input_error(fmt::format("{}: no lengths in the file", path));
+    if (in.bad()) throw input_error(fmt::format("--dist file:{}: read error", path));
+    if (lengths.empty()) throw input_error(fmt::format("{}: no lengths in the file", path));
     if (lengths.size() >= std::numeric_limits<std::uint32_t>::max())
         throw input_error(fmt::format("{}: too many lengths ({})", path, lengths.size()));
     return lengths;

@@ -8,8 +8,9 @@
 #include "random.hpp"
 #include "sim_test_support.hpp"
 
-#include <algorithm>
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -130,8 +131,7 @@ TEST_CASE("sim: mffd_pack keeps every item exactly once and within capacity", "[
     bcl_sim::splitmix rng(42);
     for (const double capacity : {50.0, 300.0, 5000.0}) {
         std::vector<double> items(500);
-        for (double& x : items)
-            x = static_cast<double>(1 + rng.below(200));
+        for (double& x : items) x = static_cast<double>(1 + rng.below(200));
         auto bins = bcl_sim::mffd_pack(items, capacity);
         std::vector<int> seen(items.size(), 0);
         std::size_t empty = 0;

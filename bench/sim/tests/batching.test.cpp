@@ -7,8 +7,9 @@
 #include "sim_test_support.hpp"
 #include "simulate.hpp"
 
-#include <algorithm>
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -8,9 +8,11 @@
 #include "sim_test_support.hpp"
 #include "simulate.hpp"
 
-#include <algorithm>
 #include <bcl/options.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -139,8 +141,7 @@ TEST_CASE("sim: a fixed cap, clipped and truncated, on two ranks by hand", "[sim
         INFO(policy);
         CHECK(run.extras.capped == 2);
         double total = 0.0;
-        for (const double t : run.tokens)
-            total += t;
+        for (const double t : run.tokens) total += t;
         CHECK(total == 8 + 8 + 1 + 1 + 5 + 5 + 6 + 6);
         CHECK(run.tokens == run.costs);
     }
@@ -199,10 +200,8 @@ TEST_CASE("sim: under a truncating quantile cap every policy runs on the same re
     // Truncation never grows a record: every policy holds at most the uncapped tokens.
     double uncapped = 0.0, capped = 0.0;
     for (const auto& stream : streams)
-        for (const double x : stream)
-            uncapped += x;
-    for (const double t : none.tokens)
-        capped += t;
+        for (const double x : stream) uncapped += x;
+    for (const double t : none.tokens) capped += t;
     CHECK(capped < uncapped);
     // The other baselines read the same capped stream (whole windows and megabatches here).
     for (const char* policy : {"oracle", "mffd", "verl_kk", "length_grouped"}) {
@@ -210,8 +209,7 @@ TEST_CASE("sim: under a truncating quantile cap every policy runs on the same re
         INFO(policy);
         CHECK(run.extras.capped == none.extras.capped);
         double total = 0.0;
-        for (const double t : run.tokens)
-            total += t;
+        for (const double t : run.tokens) total += t;
         CHECK(total == Approx(capped).epsilon(1e-12));
     }
     // Clip leaves the baselines' records alone; bcl still counts what it clipped, the same
@@ -235,8 +233,7 @@ TEST_CASE("sim: --cap-prior parses, resolves and needs a quantile cap", "[sim][c
     // exact: the nearest-rank q-quantile of the lengths 1..100 at q = 0.9 is the 90th, 90 tokens;
     // under cost = L + L^2/100 it costs 90 + 81 = 171.
     std::vector<double> lengths;
-    for (int i = 100; i >= 1; --i)
-        lengths.push_back(i);
+    for (int i = 100; i >= 1; --i) lengths.push_back(i);
     const bcl_sim::cost_model quad{0.0, 1.0, 0.01, {}};
     const auto p90 = bcl_sim::parse_cap("p90");
     const auto exact =
@@ -290,8 +287,7 @@ TEST_CASE("sim: a truncating quantile cap uses the prior during its warm-up", "[
         INFO(policy);
         CHECK(run.extras.capped == 3);
         double total = 0.0;
-        for (const double x : run.tokens)
-            total += x;
+        for (const double x : run.tokens) total += x;
         CHECK(total == 21.0);
     }
 }

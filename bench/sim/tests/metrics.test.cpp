@@ -4,6 +4,7 @@
 #include "metrics.hpp"
 
 #include <catch2/catch.hpp>
+
 #include <cstddef>
 #include <vector>
 
@@ -48,8 +49,7 @@ TEST_CASE("sim: p99 uses the nearest rank over steps", "[sim][metrics]") {
     // 200 steps of one rank: step s costs s+1. Nearest-rank p99 = value at rank ceil(198) = 198.
     // Mean rank cost = 100.5.
     std::vector<double> costs(200);
-    for (std::size_t s = 0; s < costs.size(); ++s)
-        costs[s] = static_cast<double>(s + 1);
+    for (std::size_t s = 0; s < costs.size(); ++s) costs[s] = static_cast<double>(s + 1);
     const auto m = bcl_sim::compute_metrics(costs, 1);
     CHECK(m.p99_step_ratio == Approx(198.0 / 100.5));
     CHECK(m.efficiency == Approx(1.0)); // one rank never waits

@@ -8,8 +8,9 @@
 #include "sim_test_support.hpp"
 #include "verl_kk.hpp"
 
-#include <algorithm>
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -50,16 +51,14 @@ TEST_CASE("sim: karmarkar_karp_equal on worked examples", "[sim][verl_kk]") {
     }
     SECTION("equal sizes: every group holds exactly n / k items") {
         std::vector<double> values;
-        for (int i = 0; i < 48; ++i)
-            values.push_back(static_cast<double>((i * 37) % 101 + 1));
+        for (int i = 0; i < 48; ++i) values.push_back(static_cast<double>((i * 37) % 101 + 1));
         for (const std::size_t k : {1U, 2U, 3U, 4U, 6U, 8U, 12U, 48U}) {
             const groups g = bcl_sim::karmarkar_karp_equal(values, k);
             REQUIRE(g.size() == k);
             std::vector<int> seen(values.size(), 0);
             for (const auto& group : g) {
                 CHECK(group.size() == values.size() / k);
-                for (const std::uint32_t i : group)
-                    ++seen[i];
+                for (const std::uint32_t i : group) ++seen[i];
             }
             CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
         }

@@ -6,9 +6,11 @@
 #include "simulate.hpp"
 #include "workload.hpp"
 
-#include <algorithm>
 #include <bcl/options.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -9,9 +9,11 @@
 #include "sim_test_support.hpp"
 #include "workload.hpp"
 
-#include <algorithm>
 #include <bcl/error.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>

@@ -9,12 +9,13 @@
 #include "random.hpp"
 #include "simulate.hpp"
 
-#include <algorithm>
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -59,8 +60,7 @@ TEST_CASE("sim: synthetic distributions draw what they say", "[sim][source]") {
     const auto draws = [&](std::string_view spec) {
         const auto d = bcl_sim::parse_dist(spec);
         std::vector<double> v(n);
-        for (std::size_t i = 0; i < n; ++i)
-            v[i] = bcl_sim::draw_length(d, key, i);
+        for (std::size_t i = 0; i < n; ++i) v[i] = bcl_sim::draw_length(d, key, i);
         return v;
     };
     {
@@ -90,8 +90,7 @@ TEST_CASE("sim: synthetic distributions draw what they say", "[sim][source]") {
     // Each rank draws its own stream.
     bcl_sim::synthetic_source src(bcl_sim::parse_dist("lognormal"), 2, 1);
     int same = 0;
-    for (std::uint64_t i = 0; i < 100; ++i)
-        same += src.length(0, i) == src.length(1, i) ? 1 : 0;
+    for (std::uint64_t i = 0; i < 100; ++i) same += src.length(0, i) == src.length(1, i) ? 1 : 0;
     CHECK(same < 10);
 }
 
@@ -114,8 +113,7 @@ TEST_CASE("sim: the file stream is DistributedSampler's", "[sim][source]") {
         }
         CHECK(count.size() == 10);
         int twice = 0;
-        for (const auto& [x, n] : count)
-            twice += n == 2 ? 1 : 0;
+        for (const auto& [x, n] : count) twice += n == 2 ? 1 : 0;
         CHECK(twice == 2);
         // The padding repeats the start of the epoch's order.
         CHECK(epochs[e][10] == epochs[e][0]);

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Install the Debian packages needed to build and test bcl (only those missing).
+# Install the Debian packages needed to build bcl and run its tools (only those missing); with
+# --all, also those the whole test command needs (a second compiler, fuzzers, style checks).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(cmake ninja-build g++ libfmt-dev catch2 libbenchmark-dev libcli11-dev nlohmann-json3-dev openmpi-bin libopenmpi-dev)
+# The test command's second compiler, fuzzers and style checks.
+if [[ "${1:-}" == "--all" ]]; then
+    packages+=(clang-16 libc++-16-dev libc++abi-16-dev libclang-rt-16-dev clang-format-14 clang-tidy-16)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Full check: Release build + all tests, then an ASan/UBSan build + tests.
+# The whole test suite: the style checks, a Release build with every test, an ASan + UBSan build
+# with every test, the unit tests again with a second compiler (clang-16, libstdc++ and libc++),
+# and each fuzz target for a minute under ASan + UBSan. Installs what is missing (Debian).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-bash scripts/setup.sh
+bash scripts/setup.sh --all
 
 jobs=2
+fuzz_seconds="${BCL_FUZZ_SECONDS:-60}"
 
 # Use Ninja for fresh build trees; keep whatever generator an existing tree has.
 generator_args() {
@@ -14,6 +17,9 @@ generator_args() {
     fi
     echo "-G Ninja"
 }
+
+echo "== style (clang-format, clang-tidy)"
+bash scripts/check_style.sh
 
 echo "== Release build (build/)"
 # shellcheck disable=SC2046
@@ -32,5 +38,11 @@ cmake -S . -B build-asan $(generator_args build-asan) \
     -DBCL_BUILD_BENCHMARKS=OFF
 cmake --build build-asan -j "$jobs"
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^installed_package_consumer$'
+
+echo "== second compiler"
+bash scripts/test_clang.sh
+
+echo "== fuzzing, ${fuzz_seconds} s per target"
+bash scripts/fuzz.sh "$fuzz_seconds"
 
 echo "== all checks passed"

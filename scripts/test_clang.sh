@@ -2,10 +2,8 @@
 # The unit tests, the per-header compile checks and the examples, built and run with a second
 # compiler, clang++-16 (benchmarks off: Debian's Google Benchmark is built for libstdc++):
 #   1. against libstdc++ (GCC's standard library, as the main build) into build-clang/;
-#   2. against LLVM's libc++ (-stdlib=libc++) into build-libcxx/, if libc++ is installed. Debian's
-#      libfmt is compiled against libstdc++, so there fmt is used header-only: through the
-#      BCL_FMT_HEADER_ONLY option when the project has it, else through a CMake package that
-#      stands in for fmt and makes fmt::fmt the header-only target (written into build-libcxx/).
+#   2. against LLVM's libc++ (-stdlib=libc++) into build-libcxx/, if libc++ is installed, with fmt
+#      header-only (BCL_FMT_HEADER_ONLY: Debian's libfmt is compiled against libstdc++).
 #
 #   bash scripts/test_clang.sh
 #
@@ -45,39 +43,9 @@ if ! "$cxx" -std=c++20 -stdlib=libc++ "$probe_dir/probe.cpp" -o "$probe_dir/prob
     exit 0
 fi
 
-libcxx_args=("-DCMAKE_CXX_FLAGS=-stdlib=libc++ $extra_flags" "-DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++")
-if grep -q 'BCL_FMT_HEADER_ONLY' CMakeLists.txt; then
-    libcxx_args+=(-DBCL_FMT_HEADER_ONLY=ON)
-else
-    # Stand-in fmt package: fmt::fmt and fmt::fmt-header-only both the header-only library,
-    # found instead of the real package through fmt_DIR.
-    fmt_include="$(dirname "$(dirname "$(find /usr/include /usr/local/include -maxdepth 2 \
-        -path '*/fmt/core.h' -print -quit)")")"
-    fmt_version="$(sed -n 's/^#define FMT_VERSION \([0-9]*\).*/\1/p' "$fmt_include/fmt/core.h")"
-    shim="$PWD/build-libcxx/fmt-header-only"
-    mkdir -p "$shim"
-    cat >"$shim/fmt-config.cmake" <<EOF
-# Written by scripts/test_clang.sh: fmt as a header-only library, for a libc++ build.
-if(NOT TARGET fmt::fmt-header-only)
-    add_library(fmt::fmt-header-only INTERFACE IMPORTED)
-    set_target_properties(fmt::fmt-header-only PROPERTIES
-        INTERFACE_COMPILE_DEFINITIONS "FMT_HEADER_ONLY=1"
-        INTERFACE_INCLUDE_DIRECTORIES "$fmt_include")
-endif()
-if(NOT TARGET fmt::fmt)
-    add_library(fmt::fmt INTERFACE IMPORTED)
-    set_target_properties(fmt::fmt PROPERTIES INTERFACE_LINK_LIBRARIES fmt::fmt-header-only)
-endif()
-EOF
-    cat >"$shim/fmt-config-version.cmake" <<EOF
-set(PACKAGE_VERSION "$((fmt_version / 10000)).$((fmt_version / 100 % 100)).$((fmt_version % 100))")
-set(PACKAGE_VERSION_COMPATIBLE TRUE)
-if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
-    set(PACKAGE_VERSION_EXACT TRUE)
-endif()
-EOF
-    libcxx_args+=("-Dfmt_DIR=$shim")
-fi
+# Debian's libfmt is compiled against libstdc++: under libc++ fmt is used header-only.
+libcxx_args=("-DCMAKE_CXX_FLAGS=-stdlib=libc++ $extra_flags" "-DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++"
+             -DBCL_FMT_HEADER_ONLY=ON)
 # shellcheck disable=SC2046
 cmake -S . -B build-libcxx $(fresh_tree_args build-libcxx) "${common[@]}" "${libcxx_args[@]}"
 cmake --build build-libcxx -j "$jobs"

@@ -99,6 +99,7 @@ const std::map<std::string, std::function<void(bcl::options&)>>& changes() {
              o.cap.action = o.cap.action == bcl::cap_action::clip ? bcl::cap_action::truncate
                                                                   : bcl::cap_action::clip;
          }},
+        {"cap.prior", [](bcl::options& o) { o.cap.prior = 12.5; }},
         {"memory_budget", [](bcl::options& o) { o.memory_budget = 100.0; }},
         {"largest_first", [](bcl::options& o) { o.largest_first = !o.largest_first; }},
     };
@@ -121,12 +122,13 @@ std::vector<bcl::options> bases() {
 
 /// Whether a field matters to what a balancer does under `o`, from the options' documentation:
 /// the sliding options only under the sliding policy; cap.value only for a fixed cap, the
-/// quantile and its warm-up only for a quantile cap, the action for any cap; the rest always.
+/// quantile, its warm-up and its prior only for a quantile cap, the action for any cap; the rest
+/// always.
 bool should_matter(const std::string& name, const bcl::options& o) {
     if (name == "buffer_windows" || name == "max_age")
         return o.policy == bcl::lookahead_policy::sliding;
     if (name == "cap.value") return o.cap.kind == bcl::cap_kind::fixed;
-    if (name == "cap.quantile" || name == "cap.warmup")
+    if (name == "cap.quantile" || name == "cap.warmup" || name == "cap.prior")
         return o.cap.kind == bcl::cap_kind::quantile;
     if (name == "cap.action") return o.cap.kind != bcl::cap_kind::none;
     return true;

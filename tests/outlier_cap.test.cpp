@@ -103,6 +103,24 @@ TEST_CASE("A quantile cap is +infinity during warm-up, then the quantile read at
     }
 }
 
+TEST_CASE("A quantile cap's prior is the cap during the warm-up; the quantile takes over after it",
+          "[outlier-cap]") {
+    bcl::cap_options with_prior = quantile_cap(0.9, 20);
+    with_prior.prior = 7.25;
+    outlier_cap cap(with_prior);
+    outlier_cap without(quantile_cap(0.9, 20));
+    for (std::size_t i = 0; i < 20; ++i) {
+        INFO("record " << i);
+        REQUIRE(cap.current() == 7.25);
+        REQUIRE(without.current() == HUGE_VAL);
+        cap.add(rising(i), cap.current());
+        without.add(rising(i), without.current());
+    }
+    // After the warm-up both read the same quantile of the same estimates: the prior is gone.
+    CHECK(cap.current() == without.current());
+    CHECK(cap.current() != 7.25);
+}
+
 TEST_CASE("A quantile cap read at the end of warm-up is the quantile of the warm-up's estimates, "
           "to within the sketch's 1%",
           "[outlier-cap]") {

@@ -4,7 +4,7 @@
 #include "input.hpp"
 #include "workload.hpp"
 
-#include <bcl/detail/quantile_sketch.hpp>
+#include <bcl/detail/outlier_cap.hpp>
 #include <bcl/estimators.hpp>
 #include <bcl/options.hpp>
 
@@ -249,18 +249,15 @@ resolve_cap_prior(const cap_prior_spec& prior, const cap_spec& cap, const cost_m
 }
 
 /// The truncating cap applied to the baselines' records, so that every policy runs on the same
-/// truncated workload. Each rank's stream is capped the way that rank's bcl::balancer caps it:
-/// records are taken in the rank's arrival order (index 0, 1, ...); a fixed cap is the cost
-/// cap; a quantile cap is read from a bcl::detail::quantile_sketch of the rank's uncapped costs,
-/// not before the warm-up (bcl::cap_warmup) and then re-read when the warm-up ends and every 64
-/// records, exactly the rule of bcl::balancer's current_cap() (include/bcl/balancer.hpp); during
-/// the warm-up the cap is the --cap-prior if one is given (bcl::cap_options::prior, once the
-/// library takes it), +infinity otherwise. A record
-/// whose cost is above the cap is truncated with truncated_length(). So a bcl policy and a
-/// baseline truncate the same records to the same lengths, which tests/cap.test.cpp checks.
+/// truncated workload. Each rank's stream is capped by the rule its bcl::balancer applies, the
+/// library's own bcl::detail::outlier_cap (a fixed cost cap; or a quantile of the rank's uncapped
+/// costs after the warm-up, the --cap-prior during it), taking records in the rank's arrival
+/// order (index 0, 1, ...). A record whose cost is above the cap is truncated with
+/// truncated_length(). So a bcl policy and a baseline truncate the same records to the same
+/// lengths, which tests/cap.test.cpp checks.
 ///
 /// Every baseline reads each rank's stream in increasing index order, each index once; a read
-/// that jumps ahead processes the records in between (the sketch needs them), a read of an
+/// that jumps ahead processes the records in between (the cap needs them), a read of an
 /// earlier index than the last one is a logic error.
 class stream_cap {
 public:
@@ -273,10 +270,8 @@ public:
     /// `prior` (cost units) is the cap of a quantile cap's warm-up; none leaves it uncapped.
     stream_cap(record_source* source, cost_model cost, bcl::cap_options cap, std::size_t ranks,
                std::optional<double> prior = std::nullopt)
-        : m_source(source), m_cost(cost), m_cap(cap), m_prior(prior.value_or(HUGE_VAL)),
-          m_state(ranks) {
-        if (m_cap.kind == bcl::cap_kind::quantile) m_sketches.resize(ranks);
-    }
+        : m_source(source), m_cost(cost),
+          m_state(ranks, rank_state{bcl::detail::outlier_cap(with_prior(cap, prior)), 0, {}}) {}
 
     /// Rank `rank`'s index-th record, capped.
     [[nodiscard]] record read(std::size_t rank, std::uint64_t index) {
@@ -290,42 +285,29 @@ public:
 
 private:
     struct rank_state {
-        std::uint64_t next = 0; // next index to process
-        double cap = HUGE_VAL;  // quantile cap last read from the sketch
-        record last;            // the record at index next - 1 (once next > 0)
+        bcl::detail::outlier_cap cap; // the rank's balancer's own rule
+        std::uint64_t next = 0;       // next index to process
+        record last;                  // the record at index next - 1 (once next > 0)
     };
 
-    // As bcl::balancer::current_cap(): the cap for the record about to be added.
-    double current_cap(std::size_t rank, rank_state& st) {
-        if (m_cap.kind == bcl::cap_kind::fixed) return m_cap.value;
-        const bcl::detail::quantile_sketch& sketch = m_sketches[rank];
-        const std::uint64_t seen = sketch.count();
-        const std::size_t warmup = bcl::cap_warmup(m_cap);
-        if (seen < warmup) return m_prior;
-        if (seen == warmup || (seen - warmup) % quantile_refresh == 0)
-            st.cap = sketch.quantile(m_cap.quantile);
-        return st.cap;
+    static bcl::cap_options with_prior(bcl::cap_options cap, std::optional<double> prior) {
+        cap.prior = prior.value_or(0.0);
+        return cap;
     }
 
     record advance(std::size_t rank, rank_state& st) {
         const std::uint64_t index = st.next++;
         const double length = m_source->length(rank, index);
         const double cost = record_cost(m_cost, length, rank, index);
-        const double cap = current_cap(rank, st);
-        if (m_cap.kind == bcl::cap_kind::quantile)
-            m_sketches[rank].add(cost); // the uncapped cost, as the balancer's sketch sees it
+        const double cap = st.cap.current();
+        st.cap.add(cost, cap); // the uncapped cost, as the balancer's cap sees it
         if (cost <= cap) return {length, false};
         return {truncated_length(m_cost, length, cap), true};
     }
 
-    static constexpr std::uint64_t quantile_refresh = 64; // bcl::balancer's refresh interval
-
     record_source* m_source;
     cost_model m_cost;
-    bcl::cap_options m_cap;
-    double m_prior; // the cap during a quantile cap's warm-up: the prior, or +infinity
     std::vector<rank_state> m_state;
-    std::vector<bcl::detail::quantile_sketch> m_sketches; // per rank, quantile caps only
 };
 
 } // namespace bcl_sim

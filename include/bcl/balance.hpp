@@ -52,7 +52,7 @@ public:
             return *this;
         }
         void operator++(int) { ++*this; }
-        [[nodiscard]] friend bool operator==(const iterator& it, std::default_sentinel_t) {
+        [[nodiscard]] friend bool operator==(const iterator& it, std::default_sentinel_t /*end*/) {
             return it.done();
         }
 
@@ -87,7 +87,8 @@ private:
     void advance() {
         m_batch.reset(); // the batch shown so far is gone, even if what follows throws
         for (;;) {
-            if ((m_batch = m_balancer.pop())) return;
+            m_batch = m_balancer.pop();
+            if (m_batch) return;
             if (m_balancer.finished()) return;
             if (*m_current == std::ranges::end(m_base)) {
                 m_balancer.finish();

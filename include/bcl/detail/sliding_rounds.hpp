@@ -65,7 +65,7 @@ public:
 
     /// Whether a saved buffer could hold a record of arrival `arrival` after `round` rounds: not
     /// past its deadline (a record at its deadline is forced out in that round).
-    [[nodiscard]] bool may_hold(std::uint64_t arrival, std::size_t,
+    [[nodiscard]] bool may_hold(std::uint64_t arrival, std::size_t /*slot*/,
                                 std::uint64_t round) const noexcept {
         return first_round(arrival) + settings.max_age >= round;
     }

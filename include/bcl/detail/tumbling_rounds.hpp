@@ -19,8 +19,8 @@ struct tumbling_rounds {
     [[nodiscard]] std::size_t capacity() const noexcept { return settings.window(); }
     [[nodiscard]] std::size_t max_delay() const noexcept { return settings.lookahead - 1; }
     /// Nothing to check beyond the settings every policy shares.
-    void validate(std::size_t, std::size_t) const noexcept {}
-    void reserve(std::size_t) noexcept {}
+    void validate(std::size_t /*max_buffer*/, std::size_t /*max_delay*/) const noexcept {}
+    void reserve(std::size_t /*buffer*/) noexcept {}
 
     /// Whether a saved buffer could hold the record at `slot` (arrival `arrival`) after `round`
     /// rounds: exactly the records pushed since the last round, in order.
@@ -31,7 +31,7 @@ struct tumbling_rounds {
 
     /// A tumbling round always takes the whole buffer, so it never has to choose; for
     /// completeness it would take the oldest records.
-    void choose(const round_inputs& in, std::span<std::uint8_t> chosen) const noexcept {
+    static void choose(const round_inputs& in, std::span<std::uint8_t> chosen) noexcept {
         for (std::size_t i = 0; i < chosen.size(); ++i) chosen[i] = i < in.take ? 1 : 0;
     }
 };

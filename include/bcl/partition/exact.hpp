@@ -84,8 +84,9 @@ public:
 
 private:
     // Places the item of rank r; `heaviest` is the heaviest pack so far. Returns true once the
-    // incumbent meets the lower bound, to unwind the whole search.
-    bool search(std::size_t r, double heaviest) {
+    // incumbent meets the lower bound, to unwind the whole search. Recursive on purpose: the
+    // depth is the window's size, at most max_items.
+    bool search(std::size_t r, double heaviest) { // NOLINT(misc-no-recursion)
         const std::size_t n = m_cost.size();
         if (r == n) {
             if (heaviest < m_best) {

@@ -157,7 +157,7 @@ private:
     // for the last quarter used to cost two thirds of the walking, and buys nothing the next
     // rounds do not (docs/partitioners.md).
     bool swap_one(std::size_t h, std::size_t p, double gap, double least_gain) noexcept {
-        pack_table& packs = *m_packs;
+        const pack_table& packs = *m_packs;
         const std::size_t hn = packs.count(h);
         const std::size_t pn = packs.count(p);
         if (hn == 0 || pn == 0 || gap / 2 <= least_gain || gap <= m_step || !(least_gain > 0.0))

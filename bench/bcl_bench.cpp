@@ -302,7 +302,7 @@ void partition_benchmark(benchmark::State& state, const length_source& src) {
 
 /// push/pop through a bcl::balancer, one window of records per iteration.
 template <class Partitioner>
-void balancer_benchmark(benchmark::State& state, bool shuffle_packs,
+void balancer_benchmark(benchmark::State& state, bcl::emission_order emission,
                         bcl::lookahead_policy policy = bcl::lookahead_policy::tumbling) {
     const auto k = static_cast<std::size_t>(state.range(0));
     const auto b = static_cast<std::size_t>(state.range(1));
@@ -310,7 +310,7 @@ void balancer_benchmark(benchmark::State& state, bool shuffle_packs,
     const window_pool& pool = *pool_for(lognormal_tokens, window);
     bcl::options opt{.batch_size = b, .lookahead = k};
     opt.policy = policy; // named, whatever the default policy is
-    opt.shuffle_packs = shuffle_packs;
+    opt.emission = emission;
     bcl::balancer<small_record, cost_of_record, Partitioner> balancer{cost_of_record{}, opt};
     std::uint64_t sink = 0;
     std::size_t next = 0;
@@ -465,12 +465,15 @@ void add_partitioner(const std::string& name, const length_source& src, std::int
 void register_shape(std::int64_t k, std::int64_t b) {
     const length_source& src = lognormal_tokens;
     add("baseline/sort", k, b, sort_benchmark);
-    add("baseline/passthrough", k, b,
-        [](benchmark::State& state) { balancer_benchmark<passthrough_partitioner>(state, false); });
-    add("adapter/tumbling", k, b,
-        [](benchmark::State& state) { balancer_benchmark<default_partitioner>(state, true); });
+    add("baseline/passthrough", k, b, [](benchmark::State& state) {
+        balancer_benchmark<passthrough_partitioner>(state, bcl::emission_order::costliest_first);
+    });
+    add("adapter/tumbling", k, b, [](benchmark::State& state) {
+        balancer_benchmark<default_partitioner>(state, bcl::emission_order::costliest_first);
+    });
     add("adapter/sliding", k, b, [](benchmark::State& state) {
-        balancer_benchmark<default_partitioner>(state, true, bcl::lookahead_policy::sliding);
+        balancer_benchmark<default_partitioner>(state, bcl::emission_order::costliest_first,
+                                                bcl::lookahead_policy::sliding);
     });
     add_partitioner<default_partitioner>("partition/default", src, k, b);
     add_partitioner<bcl::lpt_swap_partitioner>("partition/lpt_swap", src, k, b);

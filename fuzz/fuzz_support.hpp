@@ -170,7 +170,9 @@ inline bcl::options pick_options(byte_source& in, bool& memory) {
     opt.policy =
         (flags & 1U) != 0 ? bcl::lookahead_policy::sliding : bcl::lookahead_policy::tumbling;
     opt.drop_last = (flags & 2U) != 0;
-    opt.shuffle_packs = (flags & 4U) != 0;
+    opt.emission =
+        (flags & 4U) != 0 ? bcl::emission_order::shuffled : bcl::emission_order::costliest_first;
+    opt.batching = (flags & 64U) != 0 ? bcl::batch_cost::padded : bcl::batch_cost::packed;
     opt.largest_first = (flags & 8U) != 0;
     memory = (flags & 16U) != 0;
     opt.cap.action = (flags & 32U) != 0 ? bcl::cap_action::truncate : bcl::cap_action::clip;

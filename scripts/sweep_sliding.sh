@@ -16,10 +16,12 @@ for setting in "$@"; do
     rm -rf "$work/include" && cp -r include "$work/include"
     sed -i "s/std::size_t buffer_windows = 2;/std::size_t buffer_windows = $windows;/; s/std::size_t max_age = 2;/std::size_t max_age = $age;/" \
         "$work/include/bcl/options.hpp"
-    g++ -std=c++20 -O2 -DBCL_SURPLUS_FEEDBACK="$feedback" -I"$work/include" -Ibench/common bench/sim/bcl_sim.cpp -lfmt -o "$work/sim"
+    sed -i "s/static constexpr double surplus_feedback = 0.03;/static constexpr double surplus_feedback = $feedback;/" \
+        "$work/include/bcl/detail/sliding_rounds.hpp"
+    g++ -std=c++20 -O2 -I"$work/include" -Ibench/common -Ibench/sim bench/sim/bcl_sim.cpp -lfmt -o "$work/sim"
     row="| $feedback | $windows | $age |"
     for d in "${dists[@]}"; do
-        e=$("$work/sim" --dist "$d" --steps 1000 --seed 1 --policy sliding --format csv | tail -1 | cut -d, -f2)
+        e=$("$work/sim" --dist "$d" --steps "${BCL_SWEEP_STEPS:-1000}" --seed 1 --policy sliding --format csv | tail -1 | cut -d, -f2)
         row="$row $(printf '%.3f' "$e") |"
     done
     echo "$row"

@@ -268,8 +268,8 @@ TEST_CASE("A different seed still keeps the whole contract", "[contract][determi
     }
 }
 
-TEST_CASE("The seed only reorders whole batches within a window; without shuffle_packs the order "
-          "does not depend on it",
+TEST_CASE("The seed only reorders whole batches within a window; costliest first the order does "
+          "not depend on it",
           "[contract][determinism]") {
     // Windows of K=8 batches of B=4, ten of them and a short tail.
     const std::size_t b = 4;
@@ -289,24 +289,28 @@ TEST_CASE("The seed only reorders whole batches within a window; without shuffle
         INFO(dist.name);
         const cost_list costs = dist.generate(n, 7);
         SECTION("shuffled: same batches per window, in a seed-dependent order") {
-            const batch_ids one =
-                run(driver::eager, costs, {.batch_size = b, .lookahead = k, .seed = 1}).batches;
-            const batch_ids two =
-                run(driver::eager, costs, {.batch_size = b, .lookahead = k, .seed = 2}).batches;
+            const batch_ids one = run(driver::eager, costs,
+                                      {.batch_size = b,
+                                       .lookahead = k,
+                                       .seed = 1,
+                                       .emission = bcl::emission_order::shuffled})
+                                      .batches;
+            const batch_ids two = run(driver::eager, costs,
+                                      {.batch_size = b,
+                                       .lookahead = k,
+                                       .seed = 2,
+                                       .emission = bcl::emission_order::shuffled})
+                                      .batches;
             CHECK((as_sets(one) == as_sets(two)));
             // Eleven windows, each shuffled over 8! orders: equal sequences would mean the seed
             // is ignored.
             CHECK((one != two));
         }
-        SECTION("not shuffled: the seed is irrelevant") {
+        SECTION("costliest first: the seed is irrelevant") {
             const batch_ids one =
-                run(driver::eager, costs,
-                    {.batch_size = b, .lookahead = k, .seed = 1, .shuffle_packs = false})
-                    .batches;
+                run(driver::eager, costs, {.batch_size = b, .lookahead = k, .seed = 1}).batches;
             const batch_ids two =
-                run(driver::eager, costs,
-                    {.batch_size = b, .lookahead = k, .seed = 2, .shuffle_packs = false})
-                    .batches;
+                run(driver::eager, costs, {.batch_size = b, .lookahead = k, .seed = 2}).batches;
             CHECK((one == two));
         }
     }

@@ -77,7 +77,17 @@ const std::map<std::string, std::function<void(bcl::options&)>>& changes() {
         {"lookahead", [](bcl::options& o) { o.lookahead = 3; }},
         {"drop_last", [](bcl::options& o) { o.drop_last = !o.drop_last; }},
         {"seed", [](bcl::options& o) { o.seed = 42; }},
-        {"shuffle_packs", [](bcl::options& o) { o.shuffle_packs = !o.shuffle_packs; }},
+        {"emission",
+         [](bcl::options& o) {
+             o.emission = o.emission == bcl::emission_order::shuffled
+                              ? bcl::emission_order::costliest_first
+                              : bcl::emission_order::shuffled;
+         }},
+        {"batching",
+         [](bcl::options& o) {
+             o.batching = o.batching == bcl::batch_cost::padded ? bcl::batch_cost::packed
+                                                                : bcl::batch_cost::padded;
+         }},
         {"policy",
          [](bcl::options& o) {
              o.policy = o.policy == bcl::lookahead_policy::sliding ? bcl::lookahead_policy::tumbling

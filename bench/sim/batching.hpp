@@ -4,28 +4,23 @@
 
 #include "input.hpp"
 
+#include <bcl/options.hpp>
+
 #include <fmt/format.h>
 
 #include <string_view>
 
 namespace bcl_sim {
 
-/// What a rank spends on a batch. The names follow the library option that is to take it
-/// (bcl::options::batching, enum bcl::batch_cost); the simulator costs every policy by it already.
-enum class batch_cost {
-    /// The sum of the records' costs: sequences packed without padding (per-document attention).
-    packed,
-    /// B times the cost of the batch's costliest record: a trainer that pads every sequence of a
-    /// batch to the batch's longest. Packing baselines (mffd) are not padded: their bins pack.
-    padded,
-};
+/// What a rank spends on a batch: the library's own setting (bcl::options::batching). packed: the
+/// sum of the records' costs, sequences packed without padding (per-document attention). padded:
+/// B times the cost of the batch's costliest record, a trainer that pads every sequence of a batch
+/// to the batch's longest. The simulator costs every policy by it; packing baselines (mffd) are
+/// not padded: their bins pack.
+using batch_cost = bcl::batch_cost;
 
-/// In which order a bcl balancer emits the batches of a round. The names follow the library option
-/// that is to take it (bcl::options::emission, enum bcl::emission_order).
-enum class emission_order {
-    costliest_first, ///< the costliest batch of a round first, so a slow step shows up at once
-    shuffled,        ///< a seeded shuffle of the round's batches
-};
+/// In which order a bcl balancer emits the batches of a round (bcl::options::emission).
+using emission_order = bcl::emission_order;
 
 [[nodiscard]] inline std::string_view describe(batch_cost b) noexcept {
     return b == batch_cost::padded ? "padded" : "packed";

@@ -147,14 +147,8 @@ private:
     opt.policy = policy;
     opt.cap = ctx.cap;
     opt.memory_budget = ctx.memory_budget;
-    // PENDING LIBRARY OPTIONS: --batching and --emission are parsed, reported and applied by
-    // the simulator, but bcl does not take them yet; nothing is passed. Once bcl::options has
-    // them, set them here and only here:
-    //   opt.batching = ctx.batching == batch_cost::padded ? bcl::batch_cost::padded
-    //                                                     : bcl::batch_cost::packed;
-    //   opt.emission = ctx.emission == emission_order::shuffled
-    //                      ? bcl::emission_order::shuffled
-    //                      : bcl::emission_order::costliest_first;
+    opt.batching = ctx.batching;
+    opt.emission = ctx.emission;
     if (ctx.cap_prior) opt.cap.prior = *ctx.cap_prior;
     return opt;
 }

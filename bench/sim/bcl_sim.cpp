@@ -215,17 +215,6 @@ void print_table(const cli_options& opt, const sim_result& res) {
                    "(mffd: the sum, its bins pack)\n");
     if (cfg.emission != bcl_sim::emission_order::costliest_first)
         fmt::print("         emission {}\n", bcl_sim::describe(cfg.emission));
-    // The settings bcl_options() cannot hand to the library yet (see the marked place there).
-    std::string pending;
-    for (const auto& [given, flag] :
-         {std::pair{res.prior.has_value(), "--cap-prior"},
-          std::pair{cfg.batching != bcl_sim::batch_cost::packed, "--batching"},
-          std::pair{cfg.emission != bcl_sim::emission_order::costliest_first, "--emission"}})
-        if (given) pending += fmt::format("{}{}", pending.empty() ? "" : ", ", flag);
-    if (!pending.empty())
-        fmt::print("         not yet passed to bcl's balancers (the library does not take it yet): "
-                   "{}\n",
-                   pending);
     fmt::print("\n{:<16}{:>11}{:>9}{:>9}{:>8}{:>8}{:>10}{:>11}{:>7}{:>8}{:>10}{:>9}{:>9}\n",
                "policy", "efficiency", "goodput", "speedup", "cv", "cv_red", "p99/mean",
                "gap_to_lb", "delay", "capped", "peak_tok", "over_bud", "time_s");

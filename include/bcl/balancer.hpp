@@ -5,8 +5,8 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/cost_estimator.hpp>
+#include <bcl/detail/batch_order.hpp>
 #include <bcl/detail/delay_tally.hpp>
-#include <bcl/detail/emission_order.hpp>
 #include <bcl/detail/outlier_cap.hpp>
 #include <bcl/detail/partition_step.hpp>
 #include <bcl/detail/record_buffer.hpp>
@@ -63,7 +63,7 @@ concept record = std::is_object_v<T> && !std::is_const_v<T> &&
 /// A round reads top to bottom as the data path: the lookahead policy chooses the round's records
 /// (detail::tumbling_rounds, detail::sliding_rounds), the partition step splits them into packs
 /// within the memory budget (detail::partition_step), the emission order ranks the packs
-/// (detail::emission_order), and the records move to their batches while their delays are
+/// (detail::batch_order), and the records move to their batches while their delays are
 /// counted (detail::delay_tally).
 ///
 /// Memory: the buffer, K*B records being handed out, and O(buffer) indices, all reserved at
@@ -86,13 +86,13 @@ public:
     balancer(Estimator estimator, options opt, Partitioner partitioner = Partitioner{})
         : m_options(checked(opt)), m_rounds(detail::make_round_policy(m_options)),
           m_capacity(buffer_capacity(m_options)), m_estimator(std::move(estimator), m_options),
-          m_cap(m_options.cap), m_partition(std::move(partitioner)),
-          m_emission(m_options.seed, m_options.shuffle_packs, m_options.largest_first) {
+          m_cap(m_options.cap), m_partition(std::move(partitioner), m_options.batching),
+          m_order(m_options) {
         const std::size_t window = m_options.batch_size * m_options.lookahead;
         m_buffer.reserve(m_capacity);
         std::visit([&](auto& rounds) { rounds.reserve(m_capacity); }, m_rounds);
         m_partition.reserve(window, m_options.lookahead);
-        m_emission.reserve(m_options.lookahead);
+        m_order.reserve(m_options.lookahead);
         m_delays.reserve(std::min(max_delay_bound(m_options) + 1, delays_reserved), m_stats);
         m_ready.reserve(window);
         m_batch_cost.reserve(m_options.lookahead);
@@ -304,9 +304,9 @@ private:
 
         // Committed from here on: nothing below throws.
         const std::span<const double> pack_cost = m_partition.pack_cost();
-        m_emission.order(packs, has_short, m_round,
-                         tracks_memory ? m_partition.pack_memory() : pack_cost);
-        const std::span<const std::uint32_t> rank = m_emission.rank();
+        m_order.order(packs, has_short, m_round, pack_cost,
+                      tracks_memory ? m_partition.pack_memory() : pack_cost);
+        const std::span<const std::uint32_t> rank = m_order.rank();
         m_batch_cost.resize(packs);
         for (std::size_t p = 0; p < packs; ++p) m_batch_cost[rank[p]] = pack_cost[p];
         if constexpr (tracks_memory) {
@@ -325,7 +325,9 @@ private:
             m_buffer.compact();
         m_next_batch = 0;
         ++m_stats.windows;
-        if (!has_short && packs == m_options.lookahead) {
+        // A gap to the lower bound of the packed cost: padded batches claim no bound.
+        if (!has_short && packs == m_options.lookahead &&
+            m_options.batching == batch_cost::packed) {
             if (m_options.memory_budget > 0.0)
                 summary.heaviest = *std::max_element(pack_cost.begin(), pack_cost.end());
             m_stats.gap_to_lower_bound.add(
@@ -344,7 +346,7 @@ private:
     void place_records(std::size_t n, detail::delay_tally::round_counter& delays) noexcept {
         const std::size_t b = m_options.batch_size;
         const std::span<const std::uint32_t> pack_of = m_partition.pack_of();
-        const std::span<const std::uint32_t> rank = m_emission.rank();
+        const std::span<const std::uint32_t> rank = m_order.rank();
         const std::span<const std::uint32_t> slots = m_buffer.round_slots();
         const std::span<const std::uint64_t> arrivals = m_buffer.arrivals();
         std::vector<Record>& buffered = m_buffer.records();
@@ -371,7 +373,7 @@ private:
     [[nodiscard]] detail::balancer_snapshot snapshot() const {
         detail::balancer_snapshot s;
         s.opt = m_options;
-        s.rng_state = m_emission.random_state();
+        s.rng_state = m_order.random_state();
         s.finished = m_finished;
         s.round = m_round;
         s.arrival_cost_total = m_arrival_cost_total;
@@ -403,7 +405,7 @@ private:
             throw error("bcl::balancer: the state was saved by a balancer whose estimator " +
                         std::string(s.tracks_memory ? "had" : "had no") +
                         " memory estimate, unlike this one");
-        m_emission.restore(s.rng_state);
+        m_order.restore(s.rng_state);
         m_finished = s.finished;
         m_round = s.round;
         m_arrival_cost_total = s.arrival_cost_total;
@@ -425,7 +427,7 @@ private:
     detail::outlier_cap m_cap;
     detail::record_buffer<Record, tracks_memory> m_buffer;
     detail::partition_step<Partitioner, tracks_memory> m_partition;
-    detail::emission_order m_emission;
+    detail::batch_order m_order;
     detail::delay_tally m_delays;
     statistics m_stats;
 

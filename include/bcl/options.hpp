@@ -44,6 +44,26 @@ enum class cap_action {
     truncate,
 };
 
+/// The order in which a round's batches leave. Ranks with equal options start their rounds at
+/// the same batch index whatever the costs, so an order every rank applies alike lines up their
+/// heavy batches in the same steps (docs/alignment.md).
+enum class emission_order {
+    /// A round's full batches leave in descending estimated cost, the costliest first. For fixed
+    /// batches this minimizes the sum over steps of the slowest rank's batch (docs/alignment.md).
+    costliest_first,
+    /// A round's full batches leave in a seeded random order (options::seed).
+    shuffled,
+};
+
+/// What a batch costs the trainer, given its records' estimates.
+enum class batch_cost {
+    /// The sum of its records' costs: packed sequences, or any model whose cost adds up.
+    packed,
+    /// B times its costliest record's cost: a trainer that pads every record to the batch's
+    /// longest. Rounds are then cut into batches of records of similar cost (the least padding).
+    padded,
+};
+
 /// Where the cap on a record's estimated cost comes from.
 enum class cap_kind {
     none,     ///< no cap (the default)
@@ -87,11 +107,14 @@ struct options {
     /// Drop the final short batch (the last N mod B records in arrival order, exactly the records
     /// an unbalanced loader with drop_last would drop). Default false: nothing is dropped.
     bool drop_last = false;
-    /// Seed of the shuffle of pack emission order within a window. Same seed, same batches.
+    /// Seed of every random choice (the shuffled emission order). Same seed, same batches.
     std::uint64_t seed = 0;
-    /// Shuffle the order in which a window's packs are emitted, so the heaviest pack is not always
-    /// first. Default true. The short final batch, if any, is always emitted last.
-    bool shuffle_packs = true;
+    /// The order in which a round's batches leave; see emission_order. Default costliest_first:
+    /// it lines up every rank's heavy batches in the same steps, which shuffled cannot, and costs
+    /// nothing on light tails (docs/alignment.md). The short final batch always leaves last.
+    emission_order emission = emission_order::costliest_first;
+    /// What a batch costs; see batch_cost. Default packed: the sum of its records' costs.
+    batch_cost batching = batch_cost::packed;
     /// Which lookahead policy; see lookahead_policy. Default sliding: it measured better than
     /// tumbling on every bundled workload (docs/policies.md), for one more window of records held
     /// and a longer delay bound. Choose tumbling, the paper's policy, when memory or record order
@@ -178,7 +201,8 @@ constexpr void visit_option_fields(Visit&& visit) {
     visit("lookahead",      [](auto& o) -> auto& { return o.lookahead; },      always);
     visit("drop_last",      [](auto& o) -> auto& { return o.drop_last; },      always);
     visit("seed",           [](auto& o) -> auto& { return o.seed; },           always);
-    visit("shuffle_packs",  [](auto& o) -> auto& { return o.shuffle_packs; },  always);
+    visit("emission",       [](auto& o) -> auto& { return o.emission; },       always);
+    visit("batching",       [](auto& o) -> auto& { return o.batching; },       always);
     visit("policy",         [](auto& o) -> auto& { return o.policy; },         always);
     visit("buffer_windows", [](auto& o) -> auto& { return o.buffer_windows; }, sliding_only);
     visit("max_age",        [](auto& o) -> auto& { return o.max_age; },        sliding_only);
@@ -191,6 +215,15 @@ constexpr void visit_option_fields(Visit&& visit) {
     visit("memory_budget",  [](auto& o) -> auto& { return o.memory_budget; },  always);
     visit("largest_first",  [](auto& o) -> auto& { return o.largest_first; },  always);
     // clang-format on
+}
+
+inline void check_choices(const options& opt) {
+    if (opt.emission != emission_order::costliest_first && opt.emission != emission_order::shuffled)
+        throw error("bcl::options::emission has no such order (" +
+                    std::to_string(static_cast<int>(opt.emission)) + ")");
+    if (opt.batching != batch_cost::packed && opt.batching != batch_cost::padded)
+        throw error("bcl::options::batching has no such batch cost (" +
+                    std::to_string(static_cast<int>(opt.batching)) + ")");
 }
 
 inline void check_cap_and_budget(const options& opt) {
@@ -232,6 +265,7 @@ inline void validate(const options& opt) {
                     " * " + std::to_string(opt.lookahead) + " exceeds the largest window of " +
                     std::to_string(max_window_records) + " records");
     const detail::round_policy policy = detail::make_round_policy(opt);
+    detail::check_choices(opt);
     detail::check_cap_and_budget(opt);
     std::visit([](const auto& rounds) { rounds.validate(max_window_records, max_delay_limit); },
                policy);

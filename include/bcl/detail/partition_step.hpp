@@ -6,6 +6,8 @@
 #include <bcl/detail/memory_repair.hpp>
 #include <bcl/detail/number_text.hpp>
 #include <bcl/error.hpp>
+#include <bcl/options.hpp>
+#include <bcl/partition/padded_cut.hpp>
 #include <bcl/partition/partitioner.hpp>
 
 #include <algorithm>
@@ -27,10 +29,15 @@ namespace bcl::detail {
 /// Each pack's cost is summed once: by the partitioner if it reports its pack loads (the default
 /// does), otherwise in the pass that checks the pack sizes, which also sums the memory. The memory
 /// repair runs only for a round that is over budget, and sums afresh what it changed.
+///
+/// Under batch_cost::padded the partition is detail::padded_cut (records of similar cost
+/// together), a pack's cost and memory are its size times its largest, and no repair is needed:
+/// every record fits the budget B times over (record_estimator checks that).
 template <class Partitioner, bool tracks_memory>
 class partition_step {
 public:
-    explicit partition_step(Partitioner partitioner) : m_partitioner(std::move(partitioner)) {}
+    explicit partition_step(Partitioner partitioner, batch_cost batching = batch_cost::packed)
+        : m_partitioner(std::move(partitioner)), m_padded(batching == batch_cost::padded) {}
 
     void reserve(std::size_t window, std::size_t packs) {
         m_pack_of.reserve(window);
@@ -46,20 +53,25 @@ public:
                           pack_shape shape, double budget, std::uint64_t round) {
         const std::size_t n = costs.size();
         m_pack_of.resize(n);
+        const std::span<std::uint32_t> pack_of(m_pack_of);
         partition_summary summary =
-            m_partitioner(costs, shape, std::span<std::uint32_t>(m_pack_of));
+            m_padded ? m_cut(costs, shape, pack_of) : m_partitioner(costs, shape, pack_of);
         const bool loads_given = summary.pack_loads.size() == shape.packs;
         if (loads_given) m_pack_cost.assign(summary.pack_loads.begin(), summary.pack_loads.end());
         check_and_sum(shape, costs, memory, !loads_given);
         if constexpr (tracks_memory) {
-            if (budget > 0.0 &&
-                *std::max_element(m_pack_memory.begin(), m_pack_memory.end()) > budget) {
+            const double most =
+                budget > 0.0 ? *std::max_element(m_pack_memory.begin(), m_pack_memory.end()) : 0.0;
+            if (m_padded && most > budget) {
+                // Cannot happen: every record fits B times over (record_estimator checks it).
+                throw_over_budget(memory, shape.packs, most, budget, round);
+            } else if (most > budget) {
                 const double heaviest = m_repair(costs, memory, shape, m_pack_of, budget);
                 if (heaviest > budget)
                     throw_over_budget(memory, shape.packs, heaviest, budget, round);
                 check_and_sum(shape, costs, memory, true);
                 summary.heaviest = *std::max_element(m_pack_cost.begin(), m_pack_cost.end());
-            } else if (budget > 0.0) {
+            } else if (budget > 0.0 && !m_padded) {
                 m_repair.reserve(memory, shape); // so a later round that needs it allocates nothing
             }
         }
@@ -72,7 +84,8 @@ public:
 
 private:
     // O(n): every item in a pack that exists, every pack exactly at its capacity; the same pass
-    // sums each pack's memory, and its cost when `sum_costs`.
+    // sums each pack's memory (padded: its size times its largest), and its cost when
+    // `sum_costs`.
     void check_and_sum(pack_shape shape, std::span<const double> costs,
                        std::span<const double> memory, bool sum_costs) {
         const std::size_t n = costs.size();
@@ -87,7 +100,17 @@ private:
                             std::to_string(shape.packs) + " packs");
             ++m_count[p];
             if (sum_costs) m_pack_cost[p] += costs[i];
-            if constexpr (tracks_memory) m_pack_memory[p] += memory[i];
+            if constexpr (tracks_memory) {
+                if (m_padded)
+                    m_pack_memory[p] = std::max(m_pack_memory[p], memory[i]);
+                else
+                    m_pack_memory[p] += memory[i];
+            }
+        }
+        if constexpr (tracks_memory) {
+            if (m_padded)
+                for (std::size_t p = 0; p < shape.packs; ++p)
+                    m_pack_memory[p] *= static_cast<double>(shape.capacity(p, n));
         }
         for (std::size_t p = 0; p < shape.packs; ++p)
             if (m_count[p] != shape.capacity(p, n))
@@ -116,6 +139,8 @@ private:
     }
 
     Partitioner m_partitioner;
+    padded_cut m_cut; // the partition of padded batches
+    bool m_padded;
     memory_repair m_repair;
     std::vector<std::uint32_t> m_pack_of; // each item's pack
     std::vector<std::size_t> m_count;     // items per pack, while checking

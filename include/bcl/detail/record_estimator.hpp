@@ -30,8 +30,9 @@ struct record_estimate {
 
 /// Owns the user's estimator and turns a record into a record_estimate. Every value the estimator
 /// returns is checked: NaN, negative or above bcl::max_estimate is a bcl::error naming the record
-/// position and the value. Changes nothing but (under a truncating cap) the record itself, so a
-/// throw leaves the balancer as it was.
+/// position and the value; so is a record whose memory alone is over the budget (B times its
+/// memory under padded batching, where it is padded to the batch's largest). Changes nothing but
+/// (under a truncating cap) the record itself, so a throw leaves the balancer as it was.
 template <class Record, class Estimator>
 class record_estimator {
 public:
@@ -41,6 +42,7 @@ public:
     /// Throws bcl::error if the options ask for what the estimator cannot do.
     record_estimator(Estimator estimator, const options& opt)
         : m_estimator(std::move(estimator)), m_budget(opt.memory_budget),
+          m_padding(opt.batching == batch_cost::padded ? static_cast<double>(opt.batch_size) : 1.0),
           m_truncate(opt.cap.kind != cap_kind::none && opt.cap.action == cap_action::truncate),
           m_cost_only(!tracks_memory && opt.cap.kind == cap_kind::none &&
                       opt.memory_budget <= 0.0) {
@@ -70,15 +72,22 @@ public:
             e.cost = std::min(e.cost, e.cap);
         }
         e.memory = checked_memory(r, position);
-        if (m_budget > 0.0 && e.memory > m_budget) [[unlikely]]
-            throw error("bcl::balancer: record " + std::to_string(position) +
-                        " alone needs memory " + number_text(e.memory) +
-                        ", over the batch budget of " + number_text(m_budget));
+        if (m_budget > 0.0 && e.memory * m_padding > m_budget) [[unlikely]]
+            throw_over_budget(e.memory, position);
         return e;
     }
 
 private:
-    // The throws live in their own function so the per-record path stays small.
+    // The throws live in their own functions so the per-record path stays small.
+    [[noreturn]] void throw_over_budget(double memory, std::uint64_t position) const {
+        throw error("bcl::balancer: record " + std::to_string(position) + " alone needs memory " +
+                    number_text(memory) +
+                    (m_padding > 1.0 ? ", padded to a batch of " + number_text(m_padding) +
+                                           " records " + number_text(memory * m_padding)
+                                     : std::string()) +
+                    ", over the batch budget of " + number_text(m_budget));
+    }
+
     [[noreturn]] static void throw_bad(const char* what, double value, std::uint64_t position) {
         throw error("bcl::balancer: record " + std::to_string(position) + " has " + what + " " +
                     number_text(value) + "; it must be >= 0 and at most bcl::max_estimate (" +
@@ -108,6 +117,7 @@ private:
 
     Estimator m_estimator;
     double m_budget;
+    double m_padding; // B under padded batching (a record's memory counts B times), else 1
     bool m_truncate;
     bool m_cost_only; // no cap and no memory estimate: only the cost is estimated
 };

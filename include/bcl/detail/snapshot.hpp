@@ -46,7 +46,7 @@ struct balancer_snapshot {
 };
 
 inline constexpr std::uint64_t snapshot_magic = 0x3174617473'6c6362ULL; // "bclstat1", little-endian
-inline constexpr std::uint64_t snapshot_version = 4;
+inline constexpr std::uint64_t snapshot_version = 5;
 
 /// The largest records_in a saved state may claim: a balancer pushing a record a nanosecond
 /// would need 146 years to reach it, and below it no position or batch index the balancer

@@ -94,6 +94,7 @@ const std::map<std::string, std::function<void(bcl::options&)>>& changes() {
                                                                    : bcl::lookahead_policy::sliding;
          }},
         {"buffer_windows", [](bcl::options& o) { o.buffer_windows = 3; }},
+        {"mean_cost", [](bcl::options& o) { o.mean_cost = 2.5; }},
         {"max_age", [](bcl::options& o) { o.max_age = 6; }},
         {"cap.kind",
          [](bcl::options& o) {

@@ -150,6 +150,7 @@ private:
     opt.batching = ctx.batching;
     opt.emission = ctx.emission;
     if (ctx.cap_prior) opt.cap.prior = *ctx.cap_prior;
+    if (ctx.mean_cost) opt.mean_cost = *ctx.mean_cost;
     return opt;
 }
 

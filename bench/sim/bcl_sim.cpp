@@ -44,6 +44,7 @@ struct cli_options {
     std::string cap_text = "none";
     std::string cap_action_text = "clip";
     std::string cap_prior_text = "none";
+    std::string mean_cost_text = "none";
     std::string batching_text = "packed";
     std::string emission_text = "costliest_first";
     std::string progress = "auto";
@@ -114,6 +115,8 @@ nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res
             {"memory_budget", cfg.memory_budget},
             {"batching", std::string(bcl_sim::describe(cfg.batching))},
             {"emission", std::string(bcl_sim::describe(cfg.emission))},
+            {"mean_cost", res.mean_cost ? nlohmann::ordered_json(*res.mean_cost)
+                                        : nlohmann::ordered_json(nullptr)},
             {"trace", opt.trace.empty() ? nlohmann::ordered_json(nullptr)
                                         : nlohmann::ordered_json(opt.trace)}};
 }
@@ -325,9 +328,13 @@ int main(int argc, char** argv) {
                         "records' costs) | padded (B times its costliest record's; mffd's bins "
                         "stay packed)",
                         {"packed", "padded"});
+    app.add_option("--mean-cost", opt.mean_cost_text,
+                   "the mean cost per record the bcl policies aim their batches at: none (each "
+                   "rank's own running mean) | exact (the workload's mean cost, which a loader "
+                   "of a map-style dataset knows) | a cost")
+        ->capture_default_str();
     bcl_cli::add_choice(app, "--emission", opt.emission_text,
-                        "order in which the bcl policies emit a round's batches (reported; "
-                        "passed to the library once it takes it)",
+                        "order in which the bcl policies emit a round's batches",
                         {"costliest_first", "shuffled"});
     app.add_option("--memory-budget", cfg.memory_budget,
                    "per-batch budget on the sum of lengths (tokens) that the bcl policies must "
@@ -355,6 +362,7 @@ int main(int argc, char** argv) {
         cfg.cap_prior = bcl_sim::parse_cap_prior(opt.cap_prior_text);
         cfg.batching = bcl_sim::parse_batching(opt.batching_text);
         cfg.emission = bcl_sim::parse_emission(opt.emission_text);
+        bcl_sim::parse_mean_cost(opt.mean_cost_text, cfg);
         if (!opt.policy_text.empty())
             cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
         const sim_result res = simulate_each(cfg, bar);

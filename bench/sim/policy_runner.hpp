@@ -53,6 +53,8 @@ struct sim_context {
     /// --cap-prior in cost units: the cap during a quantile cap's warm-up, none for +infinity.
     /// The baselines' stream_cap applies it; the bcl balancers once the library takes it.
     std::optional<double> cap_prior;
+    /// --mean-cost in cost units (bcl::options::mean_cost), none for each rank's running mean.
+    std::optional<double> mean_cost;
 };
 
 /// One record as a policy sees it.

@@ -57,6 +57,11 @@ struct sim_config {
     bcl::cap_action cap_action = bcl::cap_action::clip; ///< --cap-action
     double memory_budget = 0.0; ///< --memory-budget, tokens per rank-batch; 0 for none
     cap_prior_spec cap_prior;   ///< --cap-prior (default none): a quantile cap's warm-up cap
+    /// --mean-cost: the mean cost per record the sliding rounds aim at (bcl::options::mean_cost).
+    /// Empty: each rank's own running mean (bcl's default); `exact` (mean_cost_exact): the mean
+    /// cost of the file's lengths (of the pilot sample for a synthetic distribution).
+    std::optional<double> mean_cost;
+    bool mean_cost_exact = false;
     /// --batching: what a rank spends on a batch, for every policy (mffd's bins stay packed).
     batch_cost batching = batch_cost::packed;
     /// --emission: reported, and the bcl policies' emission order once the library takes it.
@@ -237,6 +242,8 @@ struct sim_result {
     bcl::cap_options cap;     ///< the cap every policy ran with, in cost units
     /// --cap-prior resolved (its length and cost), nothing without one.
     std::optional<cap_prior> prior;
+    /// --mean-cost resolved, in cost units; nothing for each rank's own running mean.
+    std::optional<double> mean_cost;
     std::vector<policy_result> policies;
     std::vector<skipped_policy> skipped;
 };
@@ -301,6 +308,30 @@ inline void validate(const sim_config& cfg) {
                                           name, policy_names()));
 }
 
+/// Parses a --mean-cost value into `cfg`: `none`, `exact`, or a cost >= 0. Throws input_error.
+inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
+    cfg.mean_cost.reset();
+    cfg.mean_cost_exact = false;
+    if (text == "none") return;
+    if (text == "exact") {
+        cfg.mean_cost_exact = true;
+        return;
+    }
+    const std::optional<double> value = detail::parse_number(text);
+    if (!value || !(*value > 0.0) || !std::isfinite(*value))
+        throw input_error(fmt::format("--mean-cost {}: expected none, exact, or a cost > 0", text));
+    cfg.mean_cost = *value;
+}
+
+/// --mean-cost resolved: the mean cost of `lengths` for `exact`, the value given, or nothing.
+[[nodiscard]] inline std::optional<double> resolve_mean_cost(const sim_config& cfg,
+                                                             const std::vector<double>& lengths) {
+    if (!cfg.mean_cost_exact) return cfg.mean_cost;
+    double total = 0.0;
+    for (const double length : lengths) total += cfg.cost(length);
+    return lengths.empty() ? 0.0 : total / static_cast<double>(lengths.size());
+}
+
 /// Runs every requested policy (none is always simulated: the others are measured against it).
 /// The source factory may be given for hand-made streams; otherwise it follows cfg.dist.
 /// Throws input_error for bad input.
@@ -312,6 +343,7 @@ inline void validate(const sim_config& cfg) {
         if (const auto* file = std::get_if<file_spec>(&cfg.dist)) {
             auto lengths = std::make_shared<const std::vector<double>>(load_lengths(file->path));
             out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, lengths.get());
+            out.mean_cost = resolve_mean_cost(cfg, *lengths);
             out.dataset_records = lengths->size();
             out.p99_length = nearest_rank(*lengths, 0.99);
             out.mean_length = mean_of(*lengths);
@@ -330,6 +362,7 @@ inline void validate(const sim_config& cfg) {
                 sample_lengths[i] = draw_length(cfg.dist, key, i);
             out.mean_length = mean_of(sample_lengths);
             out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, &sample_lengths);
+            out.mean_cost = resolve_mean_cost(cfg, sample_lengths);
             out.p99_length = nearest_rank(std::move(sample_lengths), 0.99);
             make_source = [dist = cfg.dist, ranks = cfg.ranks, seed = cfg.seed] {
                 return std::make_unique<synthetic_source>(dist, ranks, seed);
@@ -337,6 +370,9 @@ inline void validate(const sim_config& cfg) {
         }
     } else {
         out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, nullptr);
+        if (cfg.mean_cost_exact)
+            throw input_error("--mean-cost exact: no workload lengths to take the mean of");
+        out.mean_cost = cfg.mean_cost;
     }
     out.bin_tokens =
         cfg.bin_tokens > 0.0 ? cfg.bin_tokens : static_cast<double>(cfg.batch) * out.p99_length;
@@ -361,6 +397,7 @@ inline void validate(const sim_config& cfg) {
         ctx.batching = cfg.batching;
         ctx.emission = cfg.emission;
         if (out.prior) ctx.cap_prior = out.prior->cost;
+        ctx.mean_cost = out.mean_cost;
         return ctx;
     };
     const auto run_one = [&](const policy_entry& e) {

@@ -7,6 +7,7 @@
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/batch_order.hpp>
 #include <bcl/detail/delay_tally.hpp>
+#include <bcl/detail/heavy_slots.hpp>
 #include <bcl/detail/outlier_cap.hpp>
 #include <bcl/detail/partition_step.hpp>
 #include <bcl/detail/record_buffer.hpp>
@@ -20,6 +21,7 @@
 #include <bcl/statistics.hpp>
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -87,7 +89,9 @@ public:
         : m_options(checked(opt)), m_rounds(detail::make_round_policy(m_options)),
           m_capacity(buffer_capacity(m_options)), m_estimator(std::move(estimator), m_options),
           m_cap(m_options.cap), m_partition(std::move(partitioner), m_options.batching),
-          m_order(m_options) {
+          m_order(m_options),
+          m_shapes_heavy(m_options.emission == emission_order::costliest_first &&
+                         m_options.batching == batch_cost::packed) {
         const std::size_t window = m_options.batch_size * m_options.lookahead;
         m_buffer.reserve(m_capacity);
         std::visit([&](auto& rounds) { rounds.reserve(m_capacity); }, m_rounds);
@@ -259,6 +263,14 @@ private:
         return m_batch_cost.size() - m_next_batch;
     }
 
+    // The long-run mean cost of a record: the option, or the mean of every record pushed.
+    [[nodiscard]] double mean_cost() const noexcept {
+        if (m_options.mean_cost > 0.0) return m_options.mean_cost;
+        return m_stats.records_in == 0
+                   ? 0.0
+                   : m_arrival_cost_total / static_cast<double>(m_stats.records_in);
+    }
+
     // The misuse push() rejects before it looks at the record.
     void check_can_push() const {
         if (can_push()) [[likely]]
@@ -280,13 +292,8 @@ private:
         const std::size_t take = std::min(n, b * m_options.lookahead);
         const bool whole_buffer = take == n; // every tumbling round, the end of a sliding drain
         if (!whole_buffer) {
-            const detail::round_inputs in{m_buffer.costs(),
-                                          m_buffer.arrivals(),
-                                          m_round,
-                                          m_finished,
-                                          m_arrival_cost_total /
-                                              static_cast<double>(m_stats.records_in),
-                                          take};
+            const detail::round_inputs in{m_buffer.costs(), m_buffer.arrivals(), m_round,
+                                          m_finished,       mean_cost(),         take};
             std::visit([&](auto& rounds) { rounds.choose(in, m_buffer.chosen()); }, m_rounds);
             m_buffer.gather(take);
         }
@@ -296,13 +303,23 @@ private:
             whole_buffer ? m_buffer.memory() : m_buffer.round_memory();
         const std::size_t packs = (take + b - 1) / b;
         const bool has_short = take % b != 0;
-        partition_summary summary =
-            m_partition.run(costs, memory, pack_shape{packs, b}, m_options.memory_budget, m_round);
+        const bool full = !has_short && packs == m_options.lookahead;
+        const std::array<double, detail::heavy_slots::slots> heavy =
+            m_shapes_heavy && full
+                ? m_heavy.targets(static_cast<double>(b) * mean_cost(), m_cap.current())
+                : std::array<double, detail::heavy_slots::slots>{};
+        partition_summary summary = m_partition.run(costs, memory, pack_shape{packs, b},
+                                                    m_options.memory_budget, m_round, heavy);
         const std::uint64_t oldest =
             m_buffer.arrivals()[whole_buffer ? 0 : m_buffer.round_slots()[0]];
         auto delays = m_delays.start(m_stats.batches, packs, oldest, b, m_stats);
 
         // Committed from here on: nothing below throws.
+        // The heavy slots learn from full rounds once a quantile cap has settled (the records of
+        // its warm-up are not what later rounds hold).
+        if (m_shapes_heavy && full &&
+            (m_options.cap.kind != cap_kind::quantile || m_cap.current() < HUGE_VAL))
+            m_heavy.observe(costs);
         const std::span<const double> pack_cost = m_partition.pack_cost();
         m_order.order(packs, has_short, m_round, pack_cost,
                       tracks_memory ? m_partition.pack_memory() : pack_cost);
@@ -387,6 +404,12 @@ private:
         s.buffer_arrivals.assign(m_buffer.arrivals().begin(), m_buffer.arrivals().end());
         s.sketch = m_cap.sketch();
         s.quantile_cap = m_cap.last();
+        s.heavy_seen = m_heavy.seen();
+        const auto remembered = static_cast<std::ptrdiff_t>(
+            std::min<std::uint64_t>(m_heavy.seen(), detail::heavy_slots::window));
+        for (std::size_t slot = 0; slot < detail::heavy_slots::slots; ++slot)
+            s.heavy_recent[slot].assign(m_heavy.recent(slot).begin(),
+                                        m_heavy.recent(slot).begin() + remembered);
         s.tracks_memory = tracks_memory;
         if constexpr (tracks_memory) {
             s.waiting_batch_memory.assign(m_batch_memory.begin() + first_waiting,
@@ -418,6 +441,8 @@ private:
         for (std::size_t i = 0; i < s.waiting_records; ++i) m_ready.push_back(std::move(*record++));
         m_buffer.assign(record, s.buffer_costs, s.buffer_memory, s.buffer_arrivals);
         m_cap.restore(s.sketch, s.quantile_cap);
+        for (std::size_t slot = 0; slot < detail::heavy_slots::slots; ++slot)
+            m_heavy.restore(s.heavy_seen, slot, s.heavy_recent[slot]);
     }
 
     options m_options;
@@ -429,6 +454,8 @@ private:
     detail::partition_step<Partitioner, tracks_memory> m_partition;
     detail::batch_order m_order;
     detail::delay_tally m_delays;
+    detail::heavy_slots m_heavy;
+    bool m_shapes_heavy; // costliest-first emission of packed batches shapes the heavy slots
     statistics m_stats;
 
     double m_arrival_cost_total = 0.0; // sum of every accepted cost, for the long-run mean

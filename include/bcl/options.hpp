@@ -5,6 +5,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/cost_estimator.hpp>
 #include <bcl/detail/round_settings.hpp>
 #include <bcl/detail/sliding_rounds.hpp>
 #include <bcl/detail/tumbling_rounds.hpp>
@@ -131,6 +132,13 @@ struct options {
     /// Default 2: one round of slack over the minimum; more slack measured no better (the costly
     /// records linger and then leave together), see docs/policies.md.
     std::size_t max_age = 2;
+    /// Sliding: the long-run mean cost of a record, in cost units, that rounds aim their batches
+    /// at (B times it per batch); also the yardstick of the heavy batches under costliest-first
+    /// emission. Default 0: the mean of every record pushed so far, which each rank estimates
+    /// from its own records. A loader that knows its dataset's mean cost up front (a map-style
+    /// dataset) can pass it: every rank then aims at the same level, which lines up their
+    /// batches further (docs/alignment.md).
+    double mean_cost = 0.0;
     /// Outlier cap (default none); see cap_options.
     cap_options cap{};
     /// Largest total memory estimate of one batch, 0 for no limit (the default). Needs an estimator
@@ -206,6 +214,7 @@ constexpr void visit_option_fields(Visit&& visit) {
     visit("policy",         [](auto& o) -> auto& { return o.policy; },         always);
     visit("buffer_windows", [](auto& o) -> auto& { return o.buffer_windows; }, sliding_only);
     visit("max_age",        [](auto& o) -> auto& { return o.max_age; },        sliding_only);
+    visit("mean_cost",      [](auto& o) -> auto& { return o.mean_cost; },      always);
     visit("cap.kind",       [](auto& o) -> auto& { return o.cap.kind; },       always);
     visit("cap.value",      [](auto& o) -> auto& { return o.cap.value; },      fixed_cap_only);
     visit("cap.quantile",   [](auto& o) -> auto& { return o.cap.quantile; },   quantile_cap_only);
@@ -243,6 +252,9 @@ inline void check_cap_and_budget(const options& opt) {
     if (cap.kind == cap_kind::quantile && !(cap.prior >= 0.0 && cap.prior < HUGE_VAL))
         throw error("bcl::options::cap.prior must be finite and >= 0 (got " +
                     std::to_string(cap.prior) + ")");
+    if (!(opt.mean_cost >= 0.0 && opt.mean_cost <= max_estimate))
+        throw error("bcl::options::mean_cost must be >= 0 and at most bcl::max_estimate (got " +
+                    std::to_string(opt.mean_cost) + ")");
     if (!(opt.memory_budget >= 0.0 && opt.memory_budget < HUGE_VAL))
         throw error("bcl::options::memory_budget must be finite and >= 0 (got " +
                     std::to_string(opt.memory_budget) + ")");

@@ -78,8 +78,10 @@ struct statistics {
     /// Estimated cost of each full batch handed out (the short final batch is left out: it is
     /// short by design and would only inflate the variability).
     running_stats batch_cost;
-    /// Per full window: (heaviest pack - lower bound) / lower bound, an upper bound on how far
-    /// that window's partition is from optimal. Windows with a zero lower bound count as 0.
+    /// Per full window of packed batches: (heaviest pack - lower bound) / lower bound, an upper
+    /// bound on how far that window's partition is from optimal. Windows with a zero lower bound
+    /// count as 0; in a window whose heavy batches were shaped (costliest-first emission), the
+    /// gap of the partition of the rest; padded batches claim no bound.
     running_stats gap_to_lower_bound;
     /// Largest number of batches any record waited beyond the batch it would have been in without
     /// balancing (its arrival position / B); never above max_delay_bound(options).

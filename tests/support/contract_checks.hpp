@@ -164,6 +164,8 @@ struct scenario {
     std::size_t n = 0;
     std::uint64_t seed = 0;
     bool drop_last = false;
+    bcl::emission_order emission = bcl::emission_order::costliest_first;
+    bcl::batch_cost batching = bcl::batch_cost::packed;
 
     [[nodiscard]] cost_list costs() const { return dist->generate(n, seed); }
     [[nodiscard]] bcl::options options() const {
@@ -171,11 +173,16 @@ struct scenario {
                 .lookahead = k,
                 .drop_last = drop_last,
                 .seed = seed ^ 0xb5c1,
+                .emission = emission,
+                .batching = batching,
                 .policy = bcl::lookahead_policy::tumbling};
     }
     [[nodiscard]] std::string describe() const {
-        return fmt::format("B={} K={} N={} costs={} seed={} drop_last={}", b, k, n, dist->name,
-                           seed, drop_last);
+        return fmt::format("B={} K={} N={} costs={} seed={} drop_last={} emission={} batching={}",
+                           b, k, n, dist->name, seed, drop_last,
+                           emission == bcl::emission_order::shuffled ? "shuffled"
+                                                                     : "costliest_first",
+                           batching == bcl::batch_cost::padded ? "padded" : "packed");
     }
 };
 
@@ -203,14 +210,21 @@ inline std::vector<std::size_t> contract_sizes(std::size_t b, std::size_t k, std
 }
 
 /// Every shape x every distribution x every size, each with its own seed: 847 scenarios, so each
-/// property is checked on 847 seeds per driver.
+/// property is checked on 847 seeds per driver. The emission orders and batch costs take turns
+/// (costliest-first and shuffled, packed and padded), so each pair is checked on about 212.
 inline std::vector<scenario> contract_scenarios(bool drop_last) {
     std::vector<scenario> all;
     std::uint64_t counter = drop_last ? 1'000'000 : 0;
     for (const auto& [b, k] : contract_shapes)
         for (const distribution& dist : all_distributions())
-            for (const std::size_t n : contract_sizes(b, k, case_seed(++counter)))
-                all.push_back({b, k, &dist, n, case_seed(++counter), drop_last});
+            for (const std::size_t n : contract_sizes(b, k, case_seed(++counter))) {
+                scenario sc{b, k, &dist, n, case_seed(++counter), drop_last};
+                sc.emission = all.size() % 2 == 0 ? bcl::emission_order::costliest_first
+                                                  : bcl::emission_order::shuffled;
+                sc.batching =
+                    all.size() % 4 < 2 ? bcl::batch_cost::packed : bcl::batch_cost::padded;
+                all.push_back(sc);
+            }
     return all;
 }
 

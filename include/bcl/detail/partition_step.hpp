@@ -5,6 +5,7 @@
 
 #include <bcl/detail/memory_repair.hpp>
 #include <bcl/detail/number_text.hpp>
+#include <bcl/detail/target_selection.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/partition/padded_cut.hpp>
@@ -41,21 +42,31 @@ public:
 
     void reserve(std::size_t window, std::size_t packs) {
         m_pack_of.reserve(window);
+        m_rest.reserve(window);
+        m_rest_cost.reserve(window);
+        m_rest_pack.reserve(window);
+        m_chosen.reserve(window);
+        m_selector.reserve(window);
         m_count.reserve(packs);
         m_pack_cost.reserve(packs);
         m_pack_memory.reserve(packs);
     }
 
     /// Partitions `costs` (and `memory`, when tracked) into `shape`. `budget` > 0 bounds each
-    /// pack's memory; `round` names the round in an error. Returns the partitioner's summary, its
-    /// heaviest pack recomputed when the budget moved records.
+    /// pack's memory; `round` names the round in an error; `heavy` holds the targets of the
+    /// heavy slots (detail::heavy_slots; 0 for a slot left to the partitioner). Returns the
+    /// partitioner's summary, its heaviest pack recomputed when the budget moved records.
     partition_summary run(std::span<const double> costs, std::span<const double> memory,
-                          pack_shape shape, double budget, std::uint64_t round) {
+                          pack_shape shape, double budget, std::uint64_t round,
+                          std::span<const double> heavy = {}) {
         const std::size_t n = costs.size();
         m_pack_of.resize(n);
         const std::span<std::uint32_t> pack_of(m_pack_of);
-        partition_summary summary =
-            m_padded ? m_cut(costs, shape, pack_of) : m_partitioner(costs, shape, pack_of);
+        const bool shaped = !m_padded && !heavy.empty() && heavy[0] > 0.0 && shape.packs > 1 &&
+                            n == shape.packs * shape.pack_size;
+        partition_summary summary = m_padded ? m_cut(costs, shape, pack_of)
+                                    : shaped ? shape_heavy(costs, shape, pack_of, heavy)
+                                             : m_partitioner(costs, shape, pack_of);
         const bool loads_given = summary.pack_loads.size() == shape.packs;
         if (loads_given) m_pack_cost.assign(summary.pack_loads.begin(), summary.pack_loads.end());
         check_and_sum(shape, costs, memory, !loads_given);
@@ -83,6 +94,46 @@ public:
     [[nodiscard]] std::span<const double> pack_memory() const noexcept { return m_pack_memory; }
 
 private:
+    // The heavy slots first: pack s takes the costliest item left and B-1 others that bring it
+    // to heavy[s] (the selection the sliding policy uses for its rounds); the partitioner
+    // balances the rest over the remaining packs. The summary is the partitioner's, of the rest.
+    partition_summary shape_heavy(std::span<const double> costs, pack_shape shape,
+                                  std::span<std::uint32_t> pack_of, std::span<const double> heavy) {
+        const std::size_t b = shape.pack_size;
+        m_rest.resize(costs.size());
+        for (std::size_t i = 0; i < m_rest.size(); ++i) m_rest[i] = static_cast<std::uint32_t>(i);
+        std::size_t slot = 0;
+        for (; slot < heavy.size() && heavy[slot] > 0.0 && slot + 1 < shape.packs; ++slot) {
+            std::size_t top = 0; // the costliest item left, the first of equals
+            for (std::size_t j = 1; j < m_rest.size(); ++j)
+                if (costs[m_rest[j]] > costs[m_rest[top]]) top = j;
+            pack_of[m_rest[top]] = static_cast<std::uint32_t>(slot);
+            const double room = heavy[slot] - costs[m_rest[top]];
+            m_rest.erase(m_rest.begin() + static_cast<std::ptrdiff_t>(top));
+            m_rest_cost.resize(m_rest.size());
+            for (std::size_t j = 0; j < m_rest.size(); ++j) m_rest_cost[j] = costs[m_rest[j]];
+            m_chosen.resize(m_rest.size());
+            m_selector(m_rest_cost, 0, b - 1, room, std::span<std::uint8_t>(m_chosen));
+            std::size_t kept = 0;
+            for (std::size_t j = 0; j < m_rest.size(); ++j) {
+                if (m_chosen[j])
+                    pack_of[m_rest[j]] = static_cast<std::uint32_t>(slot);
+                else
+                    m_rest[kept++] = m_rest[j];
+            }
+            m_rest.resize(kept);
+        }
+        m_rest_cost.resize(m_rest.size());
+        for (std::size_t j = 0; j < m_rest.size(); ++j) m_rest_cost[j] = costs[m_rest[j]];
+        m_rest_pack.resize(m_rest.size());
+        const partition_summary rest =
+            m_partitioner(std::span<const double>(m_rest_cost), pack_shape{shape.packs - slot, b},
+                          std::span<std::uint32_t>(m_rest_pack));
+        for (std::size_t j = 0; j < m_rest.size(); ++j)
+            pack_of[m_rest[j]] = m_rest_pack[j] + static_cast<std::uint32_t>(slot);
+        return {rest.heaviest, rest.lower_bound, {}};
+    }
+
     // O(n): every item in a pack that exists, every pack exactly at its capacity; the same pass
     // sums each pack's memory (padded: its size times its largest), and its cost when
     // `sum_costs`.
@@ -142,6 +193,11 @@ private:
     padded_cut m_cut; // the partition of padded batches
     bool m_padded;
     memory_repair m_repair;
+    target_selector m_selector;             // heavy slots: the B-1 items beside the top one
+    std::vector<std::uint32_t> m_rest;      // heavy slots: items not yet in a heavy pack
+    std::vector<double> m_rest_cost;        // their costs
+    std::vector<std::uint32_t> m_rest_pack; // their packs, from the partitioner
+    std::vector<std::uint8_t> m_chosen;
     std::vector<std::uint32_t> m_pack_of; // each item's pack
     std::vector<std::size_t> m_count;     // items per pack, while checking
     std::vector<double> m_pack_cost;

@@ -5,12 +5,14 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/bytes.hpp>
+#include <bcl/detail/heavy_slots.hpp>
 #include <bcl/detail/quantile_sketch.hpp>
 #include <bcl/detail/stats_access.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/statistics.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -33,6 +35,8 @@ struct balancer_snapshot {
     quantile_sketch sketch;
     double quantile_cap = HUGE_VAL; // the quantile cap in force (infinite before warm-up)
     bool tracks_memory = false;     // whether the memory vectors below are meaningful
+    std::uint64_t heavy_seen = 0;   // heavy slots: full rounds observed
+    std::array<std::vector<double>, heavy_slots::slots> heavy_recent; // their last top records
     std::vector<double> waiting_batch_memory;
     std::vector<double> buffer_memory;
     std::vector<double> waiting_batch_costs; // batches partitioned and not yet popped
@@ -46,7 +50,7 @@ struct balancer_snapshot {
 };
 
 inline constexpr std::uint64_t snapshot_magic = 0x3174617473'6c6362ULL; // "bclstat1", little-endian
-inline constexpr std::uint64_t snapshot_version = 5;
+inline constexpr std::uint64_t snapshot_version = 6;
 
 /// The largest records_in a saved state may claim: a balancer pushing a record a nanosecond
 /// would need 146 years to reach it, and below it no position or batch index the balancer
@@ -140,6 +144,9 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
             w.u64(i);
             w.u64(s.sketch.buckets()[i]);
         }
+    w.u64(s.heavy_seen);
+    for (const std::vector<double>& recent : s.heavy_recent)
+        for (const double x : recent) w.f64(x);
     w.flag(s.tracks_memory);
     w.u64(s.waiting_batch_costs.size());
     for (std::size_t i = 0; i < s.waiting_batch_costs.size(); ++i) {
@@ -206,6 +213,12 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
         sketched += buckets[index];
     }
     s.sketch = quantile_sketch::from_counts(buckets, zeros);
+    s.heavy_seen = r.u64("the heavy slots' round count");
+    const std::uint64_t remembered = std::min<std::uint64_t>(s.heavy_seen, heavy_slots::window);
+    for (std::vector<double>& recent : s.heavy_recent) {
+        recent.resize(static_cast<std::size_t>(remembered));
+        for (double& x : recent) x = r.f64("the heavy slots' records");
+    }
     s.tracks_memory = r.flag("the memory flag");
     s.waiting_batch_costs.resize(r.count("the waiting batch count", s.opt.lookahead, 8));
     if (s.tracks_memory) s.waiting_batch_memory.resize(s.waiting_batch_costs.size());

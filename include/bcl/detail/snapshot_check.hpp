@@ -147,6 +147,10 @@ inline void check_consistent(const balancer_snapshot& s) {
     check_saved(st.peak_batch_memory >= 0.0 && st.peak_batch_memory < HUGE_VAL,
                 "an invalid peak batch memory");
     check_saved(s.quantile_cap >= 0.0, "an invalid quantile cap");
+    check_saved(s.heavy_seen <= s.round, "heavy slots that saw more rounds than ran");
+    for (const std::vector<double>& recent : s.heavy_recent)
+        for (const double x : recent)
+            check_saved(x >= 0.0 && x <= max_estimate, "an invalid record of the heavy slots");
     check_saved(s.sketch.count() == (o.cap.kind == cap_kind::quantile ? st.records_in : 0),
                 "a quantile sketch of " + text(s.sketch.count()) + " costs for " +
                     text(st.records_in) + " records");

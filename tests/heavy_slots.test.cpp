@@ -1,0 +1,96 @@
+// bcl::detail::heavy_slots: the levels every rank builds its costliest batches to. Before a
+// quarter of its window of rounds it asks for nothing; then slot s's target is the largest s-th
+// costliest record of the last `window` rounds, capped at the cap, and only when it is above
+// `engage` mean batches; a saved window restored into another continues exactly.
+
+#include <bcl/detail/heavy_slots.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <vector>
+
+namespace {
+
+using bcl::detail::heavy_slots;
+
+/// A round whose two costliest records are `first` and `second`, among small ones.
+std::vector<double> round_with(double first, double second, std::mt19937_64& gen) {
+    std::vector<double> costs(32);
+    for (double& c : costs) c = 1.0 + static_cast<double>(gen() % 100) / 100.0;
+    costs[gen() % 32] = first;
+    std::size_t at = gen() % 32;
+    while (costs[at] == first) at = (at + 1) % 32;
+    costs[at] = second;
+    return costs;
+}
+
+} // namespace
+
+TEST_CASE("The heavy slots ask for nothing before a quarter of their window of rounds",
+          "[heavy-slots]") {
+    heavy_slots h;
+    std::mt19937_64 gen(1);
+    for (std::size_t r = 0; r < heavy_slots::window / 4; ++r) {
+        const auto t = h.targets(10.0, HUGE_VAL);
+        REQUIRE(t[0] == 0.0);
+        REQUIRE(t[1] == 0.0);
+        h.observe(round_with(500.0, 400.0, gen));
+    }
+    const auto t = h.targets(10.0, HUGE_VAL);
+    CHECK(t[0] == 500.0);
+    CHECK(t[1] == 400.0);
+}
+
+TEST_CASE("Each target is the largest s-th costliest record of the last window of rounds, "
+          "capped at the cap, and only above engage mean batches",
+          "[heavy-slots]") {
+    heavy_slots h;
+    std::mt19937_64 gen(2);
+    std::deque<std::pair<double, double>> recent; // the brute-force window
+    for (std::size_t r = 0; r < 5 * heavy_slots::window; ++r) {
+        const double first = 100.0 + static_cast<double>(gen() % 1000);
+        const double second = first * static_cast<double>(gen() % 100) / 100.0 + 2.0;
+        h.observe(round_with(first, second, gen));
+        recent.emplace_back(first, second);
+        if (recent.size() > heavy_slots::window) recent.pop_front();
+        if (r + 1 < heavy_slots::window / 4) continue;
+        double top0 = 0.0;
+        double top1 = 0.0;
+        for (const auto& [a, b] : recent) {
+            top0 = std::max(top0, a);
+            top1 = std::max(top1, b);
+        }
+        const double batch = static_cast<double>(gen() % 1200);
+        const double cap = r % 3 == 0 ? 700.0 : HUGE_VAL;
+        const auto t = h.targets(batch, cap);
+        INFO("round " << r << " batch " << batch << " cap " << cap);
+        const auto expected = [&](double top) {
+            const double level = std::min(top, cap);
+            return level > heavy_slots::engage * batch ? level : 0.0;
+        };
+        REQUIRE(t[0] == expected(top0));
+        REQUIRE(t[1] == expected(top1));
+    }
+}
+
+TEST_CASE("Heavy slots restored from a saved window continue exactly", "[heavy-slots]") {
+    heavy_slots original;
+    std::mt19937_64 gen(3);
+    for (std::size_t r = 0; r < 200; ++r)
+        original.observe(round_with(50.0 + static_cast<double>(gen() % 500), 20.0, gen));
+    heavy_slots restored;
+    for (std::size_t s = 0; s < heavy_slots::slots; ++s)
+        restored.restore(original.seen(), s, original.recent(s));
+    for (std::size_t r = 0; r < 300; ++r) {
+        REQUIRE(restored.targets(5.0, HUGE_VAL) == original.targets(5.0, HUGE_VAL));
+        const auto costs = round_with(10.0 + static_cast<double>(gen() % 900), 9.0, gen);
+        original.observe(costs);
+        restored.observe(costs);
+    }
+}

@@ -21,7 +21,9 @@ using namespace bcl_test;
 namespace {
 
 struct memory_of {
-    double operator()(const rec& r) const noexcept { return 1.0 + static_cast<double>(r.id * 37 % 50); }
+    double operator()(const rec& r) const noexcept {
+        return 1.0 + static_cast<double>(r.id * 37 % 50);
+    }
 };
 using estimator = decltype(bcl::with_memory(cost_of{}, memory_of{}));
 

@@ -52,7 +52,10 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::string_view program = "bcl-mpi-bench";
 
 /// The policies this bench runs: the reference and bcl's two rank-local policies.
-constexpr std::string_view known_policies[] = {"none", "tumbling", "sliding"};
+/// The bcl rows run with --emission; a `_shuffled` row runs with emission shuffled, so one run can
+/// measure what costliest-first emission buys against the same records.
+constexpr std::string_view known_policies[] = {"none", "tumbling", "sliding", "tumbling_shuffled",
+                                               "sliding_shuffled"};
 
 /// Most --rounds: the median of a thousand rounds is as steady as it gets.
 constexpr std::uint64_t max_rounds = 1000;
@@ -67,6 +70,7 @@ struct bench_config {
     std::string policy_text = "none,tumbling,sliding";
     std::string format = "table";
     std::string wait_text = "poll";
+    std::string emission_text = "costliest_first";
     std::string progress = "auto"; ///< --progress; shown by rank 0 only
     std::size_t batch = 16;
     std::size_t lookahead = 8;
@@ -260,7 +264,9 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
                        max_rounds);
     bcl_cli::add_seed_flag(app, cfg.seed);
     app.add_option("--policy", cfg.policy_text,
-                   "comma list of none, tumbling, sliding; none always runs first (the reference)")
+                   "comma list of none, tumbling, sliding, tumbling_shuffled, sliding_shuffled "
+                   "(the _shuffled rows emit shuffled whatever --emission says); none always runs "
+                   "first (the reference)")
         ->capture_default_str();
     app.add_option("--step-ms", cfg.step_ms,
                    "milliseconds a batch of mean cost takes; a batch of cost c sleeps "
@@ -272,6 +278,9 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
                         "than cores is fine) or block (MPI_Allreduce, which usually spins; at most "
                         "one rank per core)",
                         {"poll", "block"});
+    bcl_cli::add_choice(app, "--emission", cfg.emission_text,
+                        "order in which the tumbling and sliding rows emit a round's batches",
+                        {"costliest_first", "shuffled"});
     bcl_cli::add_format_flag(app, cfg.format, {"table", "json"});
     bcl_cli::add_progress_flag(app, cfg.progress);
 
@@ -501,8 +510,10 @@ rank_run run_none(const rank_setup& setup, const timing& t) {
 
 /// A bcl policy: the rank's stream through bcl::balance, exactly as a training loop uses it, with
 /// the options bcl-sim gives this rank (its seed, bcl's defaults otherwise).
-rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy, const timing& t) {
-    const bcl_sim::sim_context ctx = make_context(setup.cfg, t.ranks, nullptr);
+rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy,
+                 bcl::emission_order emission, const timing& t) {
+    bcl_sim::sim_context ctx = make_context(setup.cfg, t.ranks, nullptr);
+    ctx.emission = emission;
     const bcl::options opt = bcl_sim::bcl_options(ctx, static_cast<std::size_t>(t.rank), policy);
     std::vector<bench_record> stream = setup.records; // every policy reads a fresh copy
     // The balancers' estimate is the true cost, as in bcl-sim: the bench measures what balancing
@@ -525,7 +536,13 @@ rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy, const ti
 }
 
 bcl::lookahead_policy to_bcl_policy(std::string_view name) {
-    return name == "sliding" ? bcl::lookahead_policy::sliding : bcl::lookahead_policy::tumbling;
+    return name.starts_with("sliding") ? bcl::lookahead_policy::sliding
+                                       : bcl::lookahead_policy::tumbling;
+}
+
+bcl::emission_order to_emission(std::string_view name, const bench_config& cfg) {
+    return name.ends_with("_shuffled") ? bcl::emission_order::shuffled
+                                       : bcl_sim::parse_emission(cfg.emission_text);
 }
 
 /// Collective: one policy's run on every rank, its checks and, on rank 0, its report (the
@@ -535,7 +552,8 @@ policy_report run_policy(const rank_setup& setup, std::string_view name, const t
     const int ranks = t.ranks;
     rank_run run;
     try {
-        run = name == "none" ? run_none(setup, t) : run_bcl(setup, to_bcl_policy(name), t);
+        run = name == "none" ? run_none(setup, t)
+                             : run_bcl(setup, to_bcl_policy(name), to_emission(name, setup.cfg), t);
     } catch (const std::exception& e) {
         // The other ranks are inside an allreduce by now and cannot be told politely.
         fmt::print(stderr, "{}: rank {}: error during the {} run: {}; aborting every rank\n",
@@ -645,10 +663,10 @@ void print_table(const bench_config& cfg, const run_context& run,
     if (cfg.rounds > 1) fmt::print(", {} rounds (median shown)", cfg.rounds);
     fmt::print("\n{:>15}a batch of mean cost ({:.1f}) sleeps {} ms, wait {}; {}\n\n", "",
                run.mean_batch_cost, cfg.step_ms, cfg.wait_text, run.mpi_library);
-    fmt::print("{:<10}{:>9}{:>9}{:>10}{:>10}{:>10}{:>10}{:>11}{:>6}\n", "policy", "batches",
+    fmt::print("{:<18}{:>9}{:>9}{:>10}{:>10}{:>10}{:>10}{:>11}{:>6}\n", "policy", "batches",
                "wall_s", "step_ms", "pred_ms", "overhead", "speedup", "predicted", "same");
     for (const policy_report& p : reports)
-        fmt::print("{:<10}{:>9}{:>9.3f}{:>10.2f}{:>10.2f}{:>10.2f}{:>10.3f}{:>11.3f}{:>6}\n",
+        fmt::print("{:<18}{:>9}{:>9.3f}{:>10.2f}{:>10.2f}{:>10.2f}{:>10.3f}{:>11.3f}{:>6}\n",
                    p.name, p.batches_max, p.wall_s, p.mean_step_ms, p.predicted_step_ms,
                    p.mean_step_ms - p.predicted_step_ms, p.measured_speedup, p.predicted_speedup,
                    p.batches_min == p.batches_max ? "yes" : "NO");

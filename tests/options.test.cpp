@@ -113,6 +113,11 @@ const std::map<std::string, std::function<void(bcl::options&)>>& changes() {
         {"cap.prior", [](bcl::options& o) { o.cap.prior = 12.5; }},
         {"memory_budget", [](bcl::options& o) { o.memory_budget = 100.0; }},
         {"largest_first", [](bcl::options& o) { o.largest_first = !o.largest_first; }},
+        {"calibration.forgetting", [](bcl::options& o) { o.calibration.forgetting = 0.9; }},
+        {"calibration.prior_weight", [](bcl::options& o) { o.calibration.prior_weight = 4.0; }},
+        {"calibration.horizon", [](bcl::options& o) { o.calibration.horizon = 17; }},
+        {"calibration.outlier_threshold",
+         [](bcl::options& o) { o.calibration.outlier_threshold = 5.0; }},
     };
     return c;
 }
@@ -160,13 +165,20 @@ std::string first_difference(const bcl::options& a, const bcl::options& b,
 TEST_CASE("visit_option_fields lists every field of bcl::options once, by its own name",
           "[options]") {
     const std::vector<std::string> names = listed_names();
-    // One of the members of options is the cap, whose own members are listed instead.
+    // Two members of options are structs (the cap, the calibration), whose own members are
+    // listed instead.
     constexpr std::size_t fields = field_count<bcl::options>();
     constexpr std::size_t cap_fields = field_count<bcl::cap_options>();
+    constexpr std::size_t calibration_fields = field_count<bcl::calibration_options>();
     std::size_t listed_cap = 0;
-    for (const std::string& n : names) listed_cap += n.rfind("cap.", 0) == 0 ? 1 : 0;
+    std::size_t listed_calibration = 0;
+    for (const std::string& n : names) {
+        listed_cap += n.rfind("cap.", 0) == 0 ? 1 : 0;
+        listed_calibration += n.rfind("calibration.", 0) == 0 ? 1 : 0;
+    }
     CHECK(listed_cap == cap_fields);
-    CHECK(names.size() - listed_cap == fields - 1);
+    CHECK(listed_calibration == calibration_fields);
+    CHECK(names.size() - listed_cap - listed_calibration == fields - 2);
     CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
 
     // Every listed field reaches a different member (no two names read the same one).

@@ -20,6 +20,7 @@
 #include "simulator.hpp"
 
 #include <bcl/balance.hpp>
+#include <bcl/calibrated_cost.hpp>
 #include <bcl/options.hpp>
 
 #include <CLI/CLI.hpp>
@@ -28,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -72,6 +74,9 @@ struct bench_config {
     std::string wait_text = "poll";
     std::string emission_text = "costliest_first";
     std::string progress = "auto"; ///< --progress; shown by rank 0 only
+    std::string true_cost_text;    ///< --true-cost; empty: the --cost model
+    bool calibrate = false;        ///< --calibrate
+    double time_noise = 0.05;      ///< --time-noise, with --calibrate
     std::size_t batch = 16;
     std::size_t lookahead = 8;
     std::size_t steps = 100;
@@ -82,14 +87,18 @@ struct bench_config {
     // Resolved from the text above.
     bcl_sim::dist_spec dist = bcl_sim::lognormal_spec{};
     bcl_sim::cost_model cost = bcl_sim::default_cost();
-    std::vector<std::string> policies; ///< none first, no duplicates
+    bcl_sim::cost_model true_cost = bcl_sim::default_cost(); ///< --true-cost, or --cost
+    std::vector<std::string> policies;                       ///< none first, no duplicates
     std::optional<std::size_t> dataset_records;
 };
 
-/// A record as a rank's balancer sees it: which record, and what the rank spends on it.
+/// A record as a rank's balancer sees it: which record, its length, what the balancers estimate
+/// it costs and what the rank truly spends on it.
 struct bench_record {
     std::uint64_t id = 0; ///< global id, index * R + rank (as in bcl-sim)
-    double cost = 0.0;    ///< true cost under the cost model
+    double length = 0.0;  ///< tokens: the feature a calibrated estimate fits on
+    double cost = 0.0;    ///< the estimate under --cost (what bcl_sim::true_cost reads)
+    double truth = 0.0;   ///< the true cost under --true-cost: what the rank sleeps for
 };
 
 /// A record's term in an order-independent checksum of a multiset of records (sum mod 2^64). The
@@ -101,7 +110,7 @@ struct bench_record {
 
 /// One batch as the timed loop sees it.
 struct batch_info {
-    double cost = 0.0;        ///< sum of its records' true costs
+    double cost = 0.0;        ///< sum of its records' true costs (bench_record::truth)
     std::size_t records = 0;  ///< how many records
     std::uint64_t id_sum = 0; ///< sum of id_term over its records
 };
@@ -110,7 +119,7 @@ struct batch_info {
 template <class Records>
 void tally(batch_info& info, const Records& records) noexcept {
     for (const bench_record& r : records) {
-        info.cost += r.cost;
+        info.cost += r.truth;
         info.id_sum += id_term(r);
         ++info.records;
     }
@@ -120,7 +129,7 @@ void tally(batch_info& info, const Records& records) noexcept {
 struct rank_setup {
     bench_config cfg;
     std::vector<bench_record> records;  ///< this rank's stream: steps * B records
-    double cost_sum = 0.0;              ///< of `records`
+    double cost_sum = 0.0;              ///< of `records`' true costs
     std::uint64_t id_sum = 0;           ///< of `records`, see id_term()
     std::uint64_t lengths_checksum = 0; ///< of the workload file, for `file:`
 };
@@ -132,6 +141,8 @@ struct rank_run {
     std::uint64_t records = 0;       ///< records in those batches
     std::uint64_t id_sum = 0;        ///< of those records, see id_term()
     bool short_batch = false;        ///< a batch with fewer than B records
+    /// --calibrate, bcl policies: the fitted a, b, c (in seconds) at the end of the run.
+    std::optional<std::array<double, 3>> fitted;
 };
 
 /// One policy's result on rank 0.
@@ -147,6 +158,10 @@ struct policy_report {
     std::int64_t batches_min = 0;
     std::int64_t batches_max = 0;
     bool contract_ok = true; ///< every batch had B records, every record came out once
+    /// Calibrated (--calibrate, bcl policies): fitted a, b, c, mean over ranks, in seconds per
+    /// feature (measured sleeps), and the same in true cost units (divided by seconds per unit).
+    std::optional<std::array<double, 3>> fitted_seconds;
+    std::optional<std::array<double, 3>> fitted_cost;
 };
 
 /// FNV-1a over bytes, to compare settings across ranks without sending them.
@@ -238,8 +253,10 @@ void draw_records(rank_setup& setup, int rank, int ranks) {
     for (std::size_t i = 0; i < n; ++i) {
         // fetch() rejects a non-finite or negative cost, naming the record.
         const bcl_sim::sample x = bcl_sim::fetch(ctx, static_cast<std::size_t>(rank), i);
-        setup.records.push_back(bench_record{x.id, x.cost});
-        setup.cost_sum += x.cost;
+        const double truth =
+            bcl_sim::record_cost(cfg.true_cost, x.length, static_cast<std::size_t>(rank), i);
+        setup.records.push_back(bench_record{x.id, x.length, x.cost, truth});
+        setup.cost_sum += truth;
         setup.id_sum += id_term(setup.records.back());
     }
 }
@@ -281,6 +298,18 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
     bcl_cli::add_choice(app, "--emission", cfg.emission_text,
                         "order in which the tumbling and sliding rows emit a round's batches",
                         {"costliest_first", "shuffled"});
+    app.add_option("--true-cost", cfg.true_cost_text,
+                   "what a record truly costs, affine:a=..,b=..,c=.. as --cost takes it (default: "
+                   "the --cost model): ranks sleep for it, while the balancers estimate with "
+                   "--cost");
+    app.add_flag("--calibrate", cfg.calibrate,
+                 "the bcl rows start from --cost as a prior and refit a + b*L + c*L^2 online "
+                 "(bcl::calibrated_affine_quadratic) from each batch's measured sleep (the "
+                 "rank's own compute, not the allreduce wait); every row's sleeps get "
+                 "exp(N(0, --time-noise)) noise. Reports fitted_cost (mean over ranks)");
+    app.add_option("--time-noise", cfg.time_noise,
+                   "sigma of the lognormal noise on every batch's sleep (with --calibrate)")
+        ->capture_default_str();
     bcl_cli::add_format_flag(app, cfg.format, {"table", "json"});
     bcl_cli::add_progress_flag(app, cfg.progress);
 
@@ -293,6 +322,14 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
     const auto failed = bcl_cli::catch_failure([&] {
         cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
         cfg.cost = bcl_sim::parse_cost(cfg.cost_text);
+        cfg.true_cost = cfg.true_cost_text.empty()
+                            ? cfg.cost
+                            : bcl_sim::parse_cost(cfg.true_cost_text, "--true-cost");
+        if (!(cfg.time_noise >= 0.0 && cfg.time_noise <= 5.0))
+            throw bcl_sim::input_error(
+                fmt::format("--time-noise must be a number from 0 to 5 (got {})", cfg.time_noise));
+        if (cfg.calibrate && cfg.cost.a == 0.0 && cfg.cost.b == 0.0 && cfg.cost.c == 0.0)
+            throw bcl_sim::input_error("--calibrate: the prior --cost is 0 for every record");
         cfg.policies = parse_policy_list(cfg.policy_text);
         validate_numbers(cfg);
         draw_records(setup, rank, ranks);
@@ -389,6 +426,9 @@ bool same_settings_everywhere(const rank_setup& setup, int rank) {
         f.add(bcl_sim::describe(cfg.dist));
     }
     f.add(bcl_sim::describe(cfg.cost));
+    f.add(bcl_sim::describe(cfg.true_cost));
+    f.add(std::uint64_t{cfg.calibrate ? 1U : 0U});
+    f.add(cfg.time_noise);
     f.add(std::uint64_t{cfg.batch});
     f.add(std::uint64_t{cfg.lookahead});
     f.add(std::uint64_t{cfg.steps});
@@ -453,6 +493,13 @@ struct timing {
     std::size_t batch_size = 0;
     int rank = 0;
     int ranks = 1;
+    std::uint64_t seed = 1;
+    double time_noise = 0.0; ///< sigma of every sleep's lognormal noise; 0 without --calibrate
+};
+
+/// No measured times wanted.
+struct ignore_times {
+    void operator()(std::uint64_t, double) const noexcept {}
 };
 
 /// Runs steps until every rank has run out of batches. `next_batch()` yields the next batch's
@@ -463,17 +510,26 @@ struct timing {
 ///
 /// The deadline is set once the batch is in hand, so any time the policy itself spends choosing
 /// the batch is added to the step, never hidden in it.
-template <class NextBatch>
-rank_run timed_run(NextBatch&& next_batch, const timing& t) {
+///
+/// Each batch's sleep is its true cost times time_noise_factor (1 without noise), and the time
+/// the rank measured for it (the sleep alone, not the allreduce) goes to `observe(index, s)`.
+template <class NextBatch, class Observe = ignore_times>
+rank_run timed_run(NextBatch&& next_batch, const timing& t, Observe&& observe = {}) {
     rank_run out;
     MPI_Barrier(MPI_COMM_WORLD);
     const clock_type::time_point start = clock_type::now();
     for (;;) {
         const std::optional<batch_info> batch = next_batch();
         if (batch) {
-            const std::chrono::duration<double, std::milli> busy(batch->cost * t.ms_per_cost);
-            std::this_thread::sleep_until(clock_type::now() +
+            const std::uint64_t index = out.batch_costs.size();
+            const double noise = bcl_sim::time_noise_factor(
+                t.seed, static_cast<std::size_t>(t.rank), index, t.time_noise);
+            const std::chrono::duration<double, std::milli> busy(batch->cost * t.ms_per_cost *
+                                                                 noise);
+            const clock_type::time_point began = clock_type::now();
+            std::this_thread::sleep_until(began +
                                           std::chrono::duration_cast<clock_type::duration>(busy));
+            observe(index, std::chrono::duration<double>(clock_type::now() - began).count());
             out.batch_costs.push_back(batch->cost);
             out.records += batch->records;
             out.id_sum += batch->id_sum;
@@ -510,16 +566,13 @@ rank_run run_none(const rank_setup& setup, const timing& t) {
 
 /// A bcl policy: the rank's stream through bcl::balance, exactly as a training loop uses it, with
 /// the options bcl-sim gives this rank (its seed, bcl's defaults otherwise).
-rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy,
-                 bcl::emission_order emission, const timing& t) {
-    bcl_sim::sim_context ctx = make_context(setup.cfg, t.ranks, nullptr);
-    ctx.emission = emission;
-    const bcl::options opt = bcl_sim::bcl_options(ctx, static_cast<std::size_t>(t.rank), policy);
+/// The timed run of a bcl policy whose balancer estimates with `estimator`. A calibrating one
+/// observes every batch's measured sleep and reports its fit.
+template <class Estimator>
+rank_run run_bcl_with(const rank_setup& setup, Estimator estimator, const bcl::options& opt,
+                      const timing& t) {
     std::vector<bench_record> stream = setup.records; // every policy reads a fresh copy
-    // The balancers' estimate is the true cost, as in bcl-sim: the bench measures what balancing
-    // can buy when the cost model is right; how good a cost model is, is a question for the
-    // trainer.
-    auto batches = bcl::balance(std::move(stream), bcl_sim::true_cost{}, opt);
+    auto batches = bcl::balance(std::move(stream), std::move(estimator), opt);
     // begin() already pulls the first batch, so it is called inside the first timed step.
     std::optional<decltype(batches.begin())> it;
     auto next_batch = [&]() -> std::optional<batch_info> {
@@ -532,7 +585,33 @@ rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy,
         tally(info, **it);
         return info;
     };
-    return timed_run(next_batch, t);
+    constexpr bool calibrating = bcl::calibratable_estimator<Estimator, bench_record>;
+    if constexpr (calibrating) {
+        rank_run out = timed_run(next_batch, t, [&](std::uint64_t index, double seconds) {
+            batches.balancer().observe(index, seconds);
+        });
+        const bcl::calibration_summary<3> fit = batches.balancer().calibration();
+        out.fitted = fit.fitted;
+        return out;
+    } else {
+        return timed_run(next_batch, t);
+    }
+}
+
+rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy,
+                 bcl::emission_order emission, const timing& t) {
+    const bench_config& cfg = setup.cfg;
+    bcl_sim::sim_context ctx = make_context(cfg, t.ranks, nullptr);
+    ctx.emission = emission;
+    const bcl::options opt = bcl_sim::bcl_options(ctx, static_cast<std::size_t>(t.rank), policy);
+    // Without --calibrate the balancers' estimate is --cost (by default also the true cost, as
+    // in bcl-sim: the bench then measures what balancing can buy when the cost model is right).
+    if (cfg.calibrate)
+        return run_bcl_with(setup,
+                            bcl::calibrated_affine_quadratic(cfg.cost.a, cfg.cost.b, cfg.cost.c,
+                                                             &bench_record::length),
+                            opt, t);
+    return run_bcl_with(setup, bcl_sim::true_cost{}, opt, t);
 }
 
 bcl::lookahead_policy to_bcl_policy(std::string_view name) {
@@ -576,6 +655,24 @@ policy_report run_policy(const rank_setup& setup, std::string_view name, const t
     rep.batches_min = -checks[1];
     rep.contract_ok = checks[2] == 0;
 
+    // Calibrated rows: the mean over ranks of the fitted coefficients. Every rank has a fit or
+    // none (the same flags and policy everywhere), so every rank takes the same branch.
+    if (run.fitted) {
+        std::array<double, 3> sum = *run.fitted;
+        MPI_Reduce(rank == 0 ? MPI_IN_PLACE : sum.data(), sum.data(), 3, MPI_DOUBLE, MPI_SUM, 0,
+                   MPI_COMM_WORLD);
+        if (rank == 0) {
+            std::array<double, 3> seconds{};
+            std::array<double, 3> cost{};
+            for (std::size_t j = 0; j < 3; ++j) {
+                seconds[j] = sum[j] / static_cast<double>(ranks);
+                cost[j] = seconds[j] / (t.ms_per_cost / 1000.0);
+            }
+            rep.fitted_seconds = seconds;
+            rep.fitted_cost = cost;
+        }
+    }
+
     double wall = run.wall_s; // the slowest rank's clock; they differ by one allreduce at most
     MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &wall, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     rep.wall_s = wall;
@@ -614,6 +711,9 @@ struct run_context {
 nlohmann::ordered_json config_json(const bench_config& cfg, const run_context& run) {
     return {{"dist", bcl_sim::dist_json(cfg.dist_text, cfg.dist, cfg.dataset_records.value_or(0))},
             {"cost", bcl_sim::cost_json(cfg.cost)},
+            {"true_cost", bcl_sim::cost_json(cfg.true_cost)},
+            {"calibrate", cfg.calibrate},
+            {"time_noise", cfg.calibrate ? cfg.time_noise : 0.0},
             {"ranks", run.ranks},
             {"batch", cfg.batch},
             {"lookahead", cfg.lookahead},
@@ -627,6 +727,12 @@ nlohmann::ordered_json config_json(const bench_config& cfg, const run_context& r
             {"ms_per_cost_unit", run.ms_per_cost},
             {"format", cfg.format},
             {"mpi_library", run.mpi_library}};
+}
+
+/// {"a", "b", "c"} of a calibrated row, null for the others.
+nlohmann::ordered_json coefficients_json(const std::optional<std::array<double, 3>>& c) {
+    if (!c) return nullptr;
+    return {{"a", (*c)[0]}, {"b", (*c)[1]}, {"c", (*c)[2]}};
 }
 
 void print_json(const bench_config& cfg, const run_context& run,
@@ -648,7 +754,10 @@ void print_json(const bench_config& cfg, const run_context& run,
                                    {"batches_min", p.batches_min},
                                    {"batches_max", p.batches_max},
                                    {"same_batch_count", p.batches_min == p.batches_max},
-                                   {"contract_ok", p.contract_ok}});
+                                   {"contract_ok", p.contract_ok},
+                                   {"calibrated", p.fitted_cost.has_value()},
+                                   {"fitted_cost", coefficients_json(p.fitted_cost)},
+                                   {"fitted_seconds", coefficients_json(p.fitted_seconds)}});
     fmt::print("{}\n", out.dump(2));
 }
 
@@ -657,7 +766,15 @@ void print_table(const bench_config& cfg, const run_context& run,
     fmt::print("{}  dist {}", program, bcl_sim::describe(cfg.dist));
     if (cfg.dataset_records)
         fmt::print(" ({} lengths, sharded over the ranks)", *cfg.dataset_records);
-    fmt::print("\n{:>15}cost {} (a + b*L + c*L^2)\n", "", bcl_sim::describe(cfg.cost));
+    fmt::print("\n{:>15}cost {} (a + b*L + c*L^2)", "", bcl_sim::describe(cfg.cost));
+    if (cfg.true_cost_text.empty())
+        fmt::print("\n");
+    else
+        fmt::print(", true cost {}\n", bcl_sim::describe(cfg.true_cost));
+    if (cfg.calibrate)
+        fmt::print(
+            "{:>15}calibrate: bcl rows refit the cost from measured sleeps, noise sigma {}\n", "",
+            cfg.time_noise);
     fmt::print("{:>15}R={} MPI ranks, B={}, K={}, {} steps per policy, seed {}", "", run.ranks,
                cfg.batch, cfg.lookahead, cfg.steps, cfg.seed);
     if (cfg.rounds > 1) fmt::print(", {} rounds (median shown)", cfg.rounds);
@@ -670,10 +787,17 @@ void print_table(const bench_config& cfg, const run_context& run,
                    p.name, p.batches_max, p.wall_s, p.mean_step_ms, p.predicted_step_ms,
                    p.mean_step_ms - p.predicted_step_ms, p.measured_speedup, p.predicted_speedup,
                    p.batches_min == p.batches_max ? "yes" : "NO");
-    fmt::print("\nstep_ms: measured wall time per step (slowest rank); pred_ms: mean over steps of "
-               "the costliest rank's\nbatch, from the gathered batch costs; overhead: the "
-               "difference (allreduce, wake-up latency);\nspeedup / predicted: none's step time "
-               "over the policy's, measured / from the same batch costs.\n");
+    for (const policy_report& p : reports)
+        if (p.fitted_cost)
+            fmt::print("\n{}: calibrated from the prior {}: fitted a={:.4g}, b={:.4g}, c={:.4g} in "
+                       "true cost units (mean over ranks; true cost {})\n",
+                       p.name, bcl_sim::describe(cfg.cost), (*p.fitted_cost)[0],
+                       (*p.fitted_cost)[1], (*p.fitted_cost)[2], bcl_sim::describe(cfg.true_cost));
+    fmt::print(
+        "\n\nstep_ms: measured wall time per step (slowest rank); pred_ms: mean over steps of "
+        "the costliest rank's\nbatch, from the gathered batch costs; overhead: the "
+        "difference (allreduce, wake-up latency);\nspeedup / predicted: none's step time "
+        "over the policy's, measured / from the same batch costs.\n");
     // The overhead is about the same per step for every policy, so it pulls the measured
     // speedups toward 1 by roughly overhead / step: say so when that is no longer small.
     const policy_report& none = reports.front();
@@ -739,7 +863,9 @@ int run(int argc, char** argv) {
                        .wait = cfg.wait_text == "block" ? wait_mode::block : wait_mode::poll,
                        .batch_size = cfg.batch,
                        .rank = rank,
-                       .ranks = ranks};
+                       .ranks = ranks,
+                       .seed = cfg.seed,
+                       .time_noise = cfg.calibrate ? cfg.time_noise : 0.0};
 
     // 3. The policies back to back, none first; all of them again in every further round. A
     //    round replays the same batches (same records, options and seeds), so rounds differ only

@@ -6,6 +6,7 @@
 #include "random.hpp"
 
 #include <bcl/balancer.hpp>
+#include <bcl/calibrated_cost.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/record_model.hpp>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace bcl_sim {
@@ -68,6 +71,50 @@ using sim_estimator = decltype(bcl::with_truncation(
                                 truncate_record{cost});
 }
 
+/// The estimator of the calibrated bcl policies (--calibrate): a + b*L + c*L^2 over the record's
+/// length, bcl::calibrated_affine_quadratic starting from the --cost coefficients, which the
+/// balancer refits from the times it observes. Like sim_estimator it gives the length as the
+/// memory estimate and truncates a record to the cap, here under the coefficients in force.
+class calibrated_sim_estimator {
+public:
+    using cost_type =
+        decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &sim_record::length));
+    static constexpr std::size_t feature_count = cost_type::feature_count;
+    using coefficient_array = cost_type::coefficient_array;
+
+    /// Throws bcl::error for a prior that costs nothing (every coefficient 0).
+    explicit calibrated_sim_estimator(const cost_model& prior)
+        : m_cost(bcl::calibrated_affine_quadratic(prior.a, prior.b, prior.c, &sim_record::length)) {
+    }
+
+    [[nodiscard]] coefficient_array features(const sim_record& r) const {
+        return m_cost.features(r);
+    }
+    [[nodiscard]] const coefficient_array& coefficients() const noexcept {
+        return m_cost.coefficients();
+    }
+    [[nodiscard]] const coefficient_array& prior() const noexcept { return m_cost.prior(); }
+    void set_coefficients(const coefficient_array& c) noexcept { m_cost.set_coefficients(c); }
+    [[nodiscard]] double operator()(const sim_record& r) const { return m_cost(r); }
+    [[nodiscard]] double memory(const sim_record& r) const noexcept { return r.length; }
+    void truncate(sim_record& r, double cap) const {
+        const coefficient_array& c = m_cost.coefficients();
+        const cost_model now{c[0], c[1], c[2], {}};
+        r.length = truncated_length(now, r.length, cap);
+        r.cost = now(r.length);
+    }
+
+private:
+    cost_type m_cost;
+};
+
+/// How a rank-local bcl policy estimates a record's cost.
+enum class bcl_estimate {
+    given,      ///< the --cost model (a user's hard-coded estimate)
+    true_cost,  ///< the true cost model in force at the step the record is pushed in
+    calibrated, ///< the --cost model as a prior, refitted online from observed batch times
+};
+
 /// A rank-local bcl policy: one bcl::balancer per rank, no communication. Each step, each rank
 /// pops its next batch, pushing records from its own stream until one is ready, exactly as a
 /// training loop would. The rank's time is the sum of its batch's true costs (a clipped estimate
@@ -75,16 +122,29 @@ using sim_estimator = decltype(bcl::with_truncation(
 /// options decide which bcl policy it is: tumbling or sliding, with the run's cap and memory
 /// budget. A bcl::error from a balancer (a record alone over the memory budget, a round that
 /// cannot be split within it) propagates, prefixed with the policy, rank and step.
+///
+/// Calibrated (Estimator = calibrated_sim_estimator), each rank then observes the batch's time:
+/// its true cost times its noise factor (time_noise_factor), and the runner tallies how far the
+/// fit in force predicted that batch's true cost (calibration_report).
+template <class Estimator>
 class bcl_local_runner final : public policy_runner {
 public:
-    using balancer_type = bcl::balancer<sim_record, sim_estimator>;
+    using balancer_type = bcl::balancer<sim_record, Estimator>;
+    static constexpr bool calibrating = std::is_same_v<Estimator, calibrated_sim_estimator>;
 
-    bcl_local_runner(std::string_view name, const sim_context& ctx,
+    bcl_local_runner(std::string_view name, const sim_context& ctx, bcl_estimate estimate,
                      const std::function<bcl::options(std::size_t rank)>& make_options)
-        : m_name(name), m_ctx(ctx), m_next(ctx.ranks, 0) {
+        : m_name(name), m_ctx(ctx), m_estimate(estimate), m_next(ctx.ranks, 0) {
         m_balancers.reserve(ctx.ranks);
-        for (std::size_t r = 0; r < ctx.ranks; ++r)
-            m_balancers.emplace_back(make_sim_estimator(ctx.cost), make_options(r));
+        for (std::size_t r = 0; r < ctx.ranks; ++r) {
+            if constexpr (calibrating)
+                m_balancers.emplace_back(calibrated_sim_estimator(ctx.cost), make_options(r));
+            else
+                m_balancers.emplace_back(make_sim_estimator(estimate == bcl_estimate::true_cost
+                                                                ? ctx.truth.initial()
+                                                                : ctx.cost),
+                                         make_options(r));
+        }
     }
 
     void run(std::size_t first, std::size_t count, step_block out) override {
@@ -92,11 +152,14 @@ public:
         for (std::size_t s = first; s < first + count; ++s)
             for (std::size_t r = 0; r < R; ++r) {
                 balancer_type& bal = m_balancers[r];
-                std::optional<balancer_type::batch_type> batch;
+                std::optional<typename balancer_type::batch_type> batch;
                 try {
                     while (!(batch = bal.pop())) {
                         const sample x = fetch(m_ctx, r, m_next[r]++);
-                        bal.push(sim_record{x.id, x.length, x.cost});
+                        const double cost = m_estimate == bcl_estimate::true_cost
+                                                ? m_ctx.truth.at(s)(x.length)
+                                                : x.cost;
+                        bal.push(sim_record{x.id, x.length, cost});
                     }
                 } catch (const bcl::error& e) {
                     throw bcl::error(
@@ -108,6 +171,7 @@ public:
                     out.charge(s - first, r, R, sample{rec.length, rec.cost, rec.id, false});
                     observe(m_ctx, s, r, rec.id);
                 }
+                if constexpr (calibrating) calibrate(bal, *batch, out, s, first, r);
             }
     }
 
@@ -125,14 +189,58 @@ public:
             e.peak_batch_memory = std::max(e.peak_batch_memory, st.peak_batch_memory);
         }
         e.mean_gap_to_lb = windows > 0 ? weighted / static_cast<double>(windows) : 0.0;
+        if constexpr (calibrating) {
+            calibration_report c = m_report;
+            for (const balancer_type& bal : m_balancers) {
+                const bcl::calibration_summary<3> fit = bal.calibration();
+                for (std::size_t j = 0; j < 3; ++j)
+                    c.fitted[j] += fit.fitted[j] / static_cast<double>(m_balancers.size());
+            }
+            const std::optional<double> error = calibration_error(c);
+            e.note = fmt::format(
+                "calibrated online from the prior {}: fitted {} (mean over ranks), "
+                "calibration_error {} (relative RMS error of the fit's batch costs over the last "
+                "half of the steps)",
+                describe(m_ctx.cost),
+                describe(cost_model{c.fitted[0], c.fitted[1], c.fitted[2], {}}),
+                error ? fmt::format("{:.4f}", *error) : std::string("-"));
+            e.calibration = std::move(c);
+        }
         return e;
     }
 
 private:
+    // The rank has just been charged for `batch` in step s: its true cost is what the block
+    // holds. Tallies the fit's prediction of it, then observes the noisy time.
+    void calibrate(balancer_type& bal, const typename balancer_type::batch_type& batch,
+                   const step_block& out, std::size_t s, std::size_t first, std::size_t r) {
+        const double true_cost = out.costs[(s - first) * m_ctx.ranks + r];
+        const bcl::calibration_summary<3> fit = bal.calibration();
+        double predicted = 0.0;
+        for (const sim_record& rec : batch) {
+            const double x = fit.fitted[0] + fit.fitted[1] * rec.length +
+                             fit.fitted[2] * rec.length * rec.length;
+            predicted = out.pad_to > 0.0 ? std::max(predicted, out.pad_to * x) : predicted + x;
+        }
+        if (m_report.step_squared_error.size() <= s) {
+            m_report.step_squared_error.resize(s + 1, 0.0);
+            m_report.step_batches.resize(s + 1, 0);
+        }
+        if (true_cost > 0.0) {
+            const double relative = (predicted - true_cost) / true_cost;
+            m_report.step_squared_error[s] += relative * relative;
+            ++m_report.step_batches[s];
+        }
+        const std::uint64_t index = bal.stats().batches - 1; // the batch just popped
+        bal.observe(index, true_cost * time_noise_factor(m_ctx.seed, r, index, m_ctx.time_noise));
+    }
+
     std::string m_name;
     sim_context m_ctx;
+    bcl_estimate m_estimate;
     std::vector<balancer_type> m_balancers;
     std::vector<std::uint64_t> m_next; // next stream index per rank
+    calibration_report m_report;       // calibrated runs only
 };
 
 /// The options of rank `rank`'s balancer under a bcl policy: B and K from the run, a seed per rank,
@@ -154,11 +262,26 @@ private:
     return opt;
 }
 
+/// tumbling or sliding: estimating with --cost, or calibrating from it under --calibrate.
 template <bcl::lookahead_policy Policy>
 [[nodiscard]] std::unique_ptr<policy_runner> make_bcl_runner(const sim_context& ctx) {
     const std::string_view name = Policy == bcl::lookahead_policy::sliding ? "sliding" : "tumbling";
-    return std::make_unique<bcl_local_runner>(
-        name, ctx, [&ctx](std::size_t rank) { return bcl_options(ctx, rank, Policy); });
+    const auto options = [&ctx](std::size_t rank) { return bcl_options(ctx, rank, Policy); };
+    if (ctx.calibrate)
+        return std::make_unique<bcl_local_runner<calibrated_sim_estimator>>(
+            name, ctx, bcl_estimate::calibrated, options);
+    return std::make_unique<bcl_local_runner<sim_estimator>>(name, ctx, bcl_estimate::given,
+                                                             options);
+}
+
+/// sliding_true: sliding that estimates with the true cost in force (never calibrated), the
+/// reference a calibrated sliding is measured against in the same run.
+[[nodiscard]] inline std::unique_ptr<policy_runner>
+make_sliding_true_runner(const sim_context& ctx) {
+    return std::make_unique<bcl_local_runner<sim_estimator>>(
+        "sliding_true", ctx, bcl_estimate::true_cost, [&ctx](std::size_t rank) {
+            return bcl_options(ctx, rank, bcl::lookahead_policy::sliding);
+        });
 }
 
 } // namespace bcl_sim

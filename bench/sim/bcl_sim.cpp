@@ -48,6 +48,8 @@ struct cli_options {
     std::string batching_text = "packed";
     std::string emission_text = "costliest_first";
     std::string progress = "auto";
+    std::string true_cost_text; ///< empty: the --cost model
+    std::string drift_text;     ///< empty: no drift
 };
 
 constexpr const char* metric_fields[] = {"efficiency",
@@ -60,7 +62,51 @@ constexpr const char* metric_fields[] = {"efficiency",
                                          "max_delay_batches",
                                          "capped",
                                          "peak_batch_tokens",
-                                         "over_budget_batches"};
+                                         "over_budget_batches",
+                                         "fitted_a",
+                                         "fitted_b",
+                                         "fitted_c",
+                                         "calibration_error"};
+
+/// The fitted cost of a calibrated policy as JSON {"a", "b", "c"}, null for the others.
+nlohmann::ordered_json fitted_json(const policy_result& p) {
+    if (!p.extras.calibration) return nullptr;
+    const auto& f = p.extras.calibration->fitted;
+    return {{"a", f[0]}, {"b", f[1]}, {"c", f[2]}};
+}
+
+/// calibration_error of a calibrated policy, null for the others (and for a run of no batch).
+nlohmann::ordered_json calibration_error_json(const policy_result& p) {
+    if (!p.extras.calibration) return nullptr;
+    const std::optional<double> e = bcl_sim::calibration_error(*p.extras.calibration);
+    return e ? nlohmann::ordered_json(*e) : nlohmann::ordered_json(nullptr);
+}
+
+/// --window W: the policy's efficiency over steps [w*W, (w+1)*W) (the last block may be shorter),
+/// and for a calibrated policy the relative RMS error of its fit over the same steps.
+nlohmann::ordered_json windows_json(const policy_result& p, std::size_t window) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (std::size_t first = 0; window > 0 && first < p.step_max.size(); first += window) {
+        const std::size_t end = std::min(p.step_max.size(), first + window);
+        double max_sum = 0.0;
+        double mean_sum = 0.0;
+        for (std::size_t s = first; s < end; ++s) {
+            max_sum += p.step_max[s];
+            mean_sum += p.step_mean[s];
+        }
+        nlohmann::ordered_json w = {{"first_step", first},
+                                    {"steps", end - first},
+                                    {"efficiency", max_sum > 0.0 ? mean_sum / max_sum : 1.0}};
+        if (p.extras.calibration) {
+            const std::optional<double> e =
+                bcl_sim::relative_rms(*p.extras.calibration, first, end);
+            w["calibration_error"] =
+                e ? nlohmann::ordered_json(*e) : nlohmann::ordered_json(nullptr);
+        }
+        out.push_back(std::move(w));
+    }
+    return out;
+}
 
 nlohmann::ordered_json cap_json(const cli_options& opt, const sim_result& res) {
     const bcl_sim::cap_spec& spec = opt.cfg.cap;
@@ -94,13 +140,20 @@ nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res
     dist["mean_length"] = res.mean_length;
 
     nlohmann::ordered_json policies = nlohmann::ordered_json::array();
-    if (cfg.policies.empty())
-        for (const auto& e : bcl_sim::policy_table()) policies.push_back(std::string(e.name));
-    else
-        for (const auto& name : cfg.policies) policies.push_back(name);
+    for (const bcl_sim::policy_entry* e : bcl_sim::requested_policies(cfg))
+        policies.push_back(std::string(e->name));
 
+    const bcl_sim::cost_schedule truth = cfg.truth();
+    nlohmann::ordered_json drift = nullptr;
+    if (truth.drift())
+        drift = {{"step", truth.drift()->step}, {"cost", bcl_sim::cost_json(truth.drift()->model)}};
     return {{"dist", dist},
             {"cost", bcl_sim::cost_json(cfg.cost)},
+            {"true_cost", bcl_sim::cost_json(truth.initial())},
+            {"drift", drift},
+            {"calibrate", cfg.calibrate},
+            {"time_noise", cfg.time_noise},
+            {"window", cfg.window},
             {"ranks", cfg.ranks},
             {"batch", cfg.batch},
             {"lookahead", cfg.lookahead},
@@ -121,28 +174,34 @@ nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res
                                         : nlohmann::ordered_json(opt.trace)}};
 }
 
-nlohmann::ordered_json policy_json(const policy_result& p) {
-    return {{"policy", p.name},
-            {"efficiency", p.metrics.efficiency},
-            {"goodput", p.metrics.goodput},
-            {"cv", p.metrics.cv},
-            {"cv_reduction", p.cv_reduction},
-            {"speedup_vs_none", p.speedup_vs_none},
-            {"p99_step_ratio", p.metrics.p99_step_ratio},
-            {"mean_gap_to_lb", p.extras.mean_gap_to_lb
-                                   ? nlohmann::ordered_json(*p.extras.mean_gap_to_lb)
-                                   : nlohmann::ordered_json(nullptr)},
-            {"max_delay_batches", p.extras.max_delay_batches},
-            {"capped", p.extras.capped},
-            {"peak_batch_tokens", p.peak_batch_tokens},
-            {"over_budget_batches", p.over_budget_batches}};
+nlohmann::ordered_json policy_json(const policy_result& p, std::size_t window) {
+    nlohmann::ordered_json out = {
+        {"policy", p.name},
+        {"efficiency", p.metrics.efficiency},
+        {"goodput", p.metrics.goodput},
+        {"cv", p.metrics.cv},
+        {"cv_reduction", p.cv_reduction},
+        {"speedup_vs_none", p.speedup_vs_none},
+        {"p99_step_ratio", p.metrics.p99_step_ratio},
+        {"mean_gap_to_lb", p.extras.mean_gap_to_lb
+                               ? nlohmann::ordered_json(*p.extras.mean_gap_to_lb)
+                               : nlohmann::ordered_json(nullptr)},
+        {"max_delay_batches", p.extras.max_delay_batches},
+        {"capped", p.extras.capped},
+        {"peak_batch_tokens", p.peak_batch_tokens},
+        {"over_budget_batches", p.over_budget_batches},
+        {"calibrated", p.extras.calibration.has_value()},
+        {"fitted_cost", fitted_json(p)},
+        {"calibration_error", calibration_error_json(p)}};
+    if (window > 0) out["windows"] = windows_json(p, window);
+    return out;
 }
 
 void print_json(const cli_options& opt, const sim_result& res) {
     nlohmann::ordered_json out;
     out["config"] = config_json(opt, res);
     out["policies"] = nlohmann::ordered_json::array();
-    for (const auto& p : res.policies) out["policies"].push_back(policy_json(p));
+    for (const auto& p : res.policies) out["policies"].push_back(policy_json(p, opt.cfg.window));
     out["skipped"] = nlohmann::ordered_json::array();
     for (const auto& s : res.skipped)
         out["skipped"].push_back({{"policy", s.name}, {"reason", s.reason}});
@@ -154,12 +213,20 @@ void print_csv(const sim_result& res) {
     for (const char* f : metric_fields) fmt::print(",{}", f);
     fmt::print("\n");
     for (const auto& p : res.policies) {
-        fmt::print("{},{},{},{},{},{},{},{},{},{},{},{}\n", p.name, p.metrics.efficiency,
+        // Calibrated policies only: the fitted a, b, c and calibration_error; empty otherwise.
+        std::string calibration = ",,,";
+        if (p.extras.calibration) {
+            const auto& f = p.extras.calibration->fitted;
+            const std::optional<double> e = bcl_sim::calibration_error(*p.extras.calibration);
+            calibration = fmt::format("{},{},{},{}", f[0], f[1], f[2],
+                                      e ? fmt::format("{}", *e) : std::string());
+        }
+        fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", p.name, p.metrics.efficiency,
                    p.metrics.goodput, p.metrics.cv, p.cv_reduction, p.speedup_vs_none,
                    p.metrics.p99_step_ratio,
                    p.extras.mean_gap_to_lb ? fmt::format("{}", *p.extras.mean_gap_to_lb) : "",
                    p.extras.max_delay_batches, p.extras.capped, p.peak_batch_tokens,
-                   p.over_budget_batches);
+                   p.over_budget_batches, calibration);
     }
     for (const auto& s : res.skipped) fmt::print(stderr, "bcl-sim: {}\n", s.reason);
 }
@@ -190,6 +257,18 @@ void print_table(const cli_options& opt, const sim_result& res) {
     if (res.dataset_records) fmt::print(" ({} lengths)", *res.dataset_records);
     fmt::print(", mean length {:.0f}, p99 length {}\n", res.mean_length, res.p99_length);
     fmt::print("         cost {} (a + b*L + c*L^2)\n", bcl_sim::describe(cfg.cost));
+    const bcl_sim::cost_schedule truth = cfg.truth();
+    if (cfg.true_cost || truth.drift()) {
+        fmt::print("         true cost {}", bcl_sim::describe(truth.initial()));
+        if (truth.drift())
+            fmt::print(", from step {} {}", truth.drift()->step,
+                       bcl_sim::describe(truth.drift()->model));
+        fmt::print(" (what the ranks spend; the policies estimate with the cost above)\n");
+    }
+    if (cfg.calibrate)
+        fmt::print("         calibrate: tumbling and sliding fit the cost online from batch times "
+                   "with noise sigma {}\n",
+                   cfg.time_noise);
     fmt::print("         R={} ranks, B={} records per rank per step, K={} lookahead, {} steps, "
                "seed {}\n",
                cfg.ranks, cfg.batch, cfg.lookahead, cfg.steps, cfg.seed);
@@ -300,7 +379,9 @@ int main(int argc, char** argv) {
     bcl_cli::add_count(app, "--steps", cfg.steps, "steps to simulate", bcl_cli::max_steps);
     bcl_cli::add_seed_flag(app, cfg.seed);
     app.add_option("--policy", opt.policy_text,
-                   "comma list of policies (default: all): " + bcl_sim::policy_names());
+                   "comma list of policies (default: all but sliding_true, which runs only when "
+                   "named): " +
+                       bcl_sim::policy_names());
     bcl_cli::add_format_flag(app, opt.format, {"table", "json", "csv"});
     app.add_option("--bin-tokens", cfg.bin_tokens,
                    "mffd bin capacity in tokens (default 0: B times the p99 length)")
@@ -343,6 +424,28 @@ int main(int argc, char** argv) {
     app.add_option("--trace", opt.trace,
                    "write per-step max-over-ranks costs per policy to this CSV (for "
                    "scripts/plot_sim.py)");
+    app.add_option("--true-cost", opt.true_cost_text,
+                   "what a record of length L truly costs the ranks, affine:a=..,b=..,c=.. as "
+                   "--cost takes it (default: the --cost model). Every metric is computed on it; "
+                   "every policy still estimates with --cost");
+    app.add_option("--drift", opt.drift_text,
+                   "STEP:affine:a=..,b=..,c=..: the true cost becomes this model from step STEP "
+                   "on (1 to --steps - 1); each step's metrics use the model in force");
+    app.add_flag("--calibrate", cfg.calibrate,
+                 "tumbling and sliding start from --cost as a prior and refit a + b*L + c*L^2 "
+                 "online (bcl::calibrated_affine_quadratic) from each batch's time: its true "
+                 "cost times exp(N(0, --time-noise)), drawn from a stream of its own per rank. "
+                 "Their rows report fitted_cost (mean over ranks) and calibration_error (relative "
+                 "RMS error of the fit's batch costs against the true ones over the last half of "
+                 "the steps). The policy sliding_true (sliding estimating with the true cost in "
+                 "force, never calibrated) is the reference to name next to them");
+    app.add_option("--time-noise", cfg.time_noise,
+                   "sigma of the lognormal noise of the observed batch times (with --calibrate)")
+        ->capture_default_str();
+    bcl_cli::add_count(app, "--window", cfg.window,
+                       "JSON only: each policy's efficiency (and calibration_error) over blocks "
+                       "of this many steps, in \"windows\"; 0 for none",
+                       bcl_cli::max_steps);
     bcl_cli::add_progress_flag(app, opt.progress);
 
     const bcl_cli::parsed command = bcl_cli::parse(app, argc, argv, program);
@@ -357,6 +460,9 @@ int main(int argc, char** argv) {
     const auto failed = bcl_cli::catch_failure([&] {
         cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
         cfg.cost = bcl_sim::parse_cost(opt.cost_text);
+        if (!opt.true_cost_text.empty())
+            cfg.true_cost = bcl_sim::parse_cost(opt.true_cost_text, "--true-cost");
+        if (!opt.drift_text.empty()) cfg.drift = bcl_sim::parse_drift(opt.drift_text);
         cfg.cap = bcl_sim::parse_cap(opt.cap_text);
         cfg.cap_action = bcl_sim::parse_cap_action(opt.cap_action_text);
         cfg.cap_prior = bcl_sim::parse_cap_prior(opt.cap_prior_text);

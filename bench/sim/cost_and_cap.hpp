@@ -36,10 +36,12 @@ using cost_model = bcl::affine_quadratic_cost<>;
 
 /// Parses a --cost value `affine[:a=..,b=..,c=..]`; missing coefficients keep the default's.
 /// Coefficients must be >= 0 so that cost grows with length (length-sorting baselines rely on it).
-[[nodiscard]] inline cost_model parse_cost(std::string_view text) {
+/// Errors name `flag` (--cost, --true-cost, ...).
+[[nodiscard]] inline cost_model parse_cost(std::string_view text,
+                                           std::string_view flag = "--cost") {
     const std::size_t colon = text.find(':');
     const std::string_view name = text.substr(0, colon);
-    const std::string what = fmt::format("--cost {}", text);
+    const std::string what = fmt::format("{} {}", flag, text);
     if (name != "affine")
         throw input_error(fmt::format(
             "{}: unknown cost model '{}' (expected affine:a=..,b=..,c=..)", what, name));

@@ -2,6 +2,7 @@
 // What every policy runner shares: its context, the records it fetches, what it reports.
 
 #include "batching.hpp"
+#include "calibration.hpp"
 #include "cost_and_cap.hpp"
 #include "workload.hpp"
 
@@ -55,6 +56,13 @@ struct sim_context {
     std::optional<double> cap_prior;
     /// --mean-cost in cost units (bcl::options::mean_cost), none for each rank's running mean.
     std::optional<double> mean_cost;
+    /// What the ranks truly spend, per step (--true-cost, --drift); every policy estimates with
+    /// `cost`, but every metric is computed on this (run_policy hands it to the step_block).
+    cost_schedule truth;
+    /// --calibrate: the bcl policies tumbling and sliding fit their cost model online, from the
+    /// prior `cost`, to their batches' true costs times exp(N(0, time_noise)).
+    bool calibrate = false;
+    double time_noise = 0.05;
 };
 
 /// One record as a policy sees it.
@@ -103,6 +111,8 @@ struct policy_extras {
     double peak_batch_memory = 0.0;
     /// Anything the reader should know about this run of the policy.
     std::string note;
+    /// A calibrated bcl policy (--calibrate): what it fitted and how well it predicted.
+    std::optional<calibration_report> calibration;
 };
 
 /// What a policy writes for a block of steps: at [(s - first) * R + r], the time rank r spends in
@@ -116,16 +126,21 @@ struct step_block {
     /// B: a rank spends B times the cost of its costliest record in the step. A policy that packs
     /// (mffd) sets it to 0 on its copy.
     double pad_to = 0.0;
+    /// The true cost per step (--true-cost, --drift): a record costs the model in force at its
+    /// step, whatever the policy estimated. Null: a record costs x.cost.
+    const cost_schedule* truth = nullptr;
+    std::size_t first = 0; ///< the step of the block's t = 0 (for `truth`)
 
     /// Rank r processes `x` in the block's step t.
     void charge(std::size_t t, std::size_t r, std::size_t ranks, const sample& x) const noexcept {
         const std::size_t i = t * ranks + r;
-        useful[i] += x.cost;
+        const double cost = truth != nullptr ? truth->at(first + t)(x.length) : x.cost;
+        useful[i] += cost;
         tokens[i] += x.length;
         if (pad_to > 0.0)
-            costs[i] = std::max(costs[i], pad_to * x.cost); // B * the costliest record so far
+            costs[i] = std::max(costs[i], pad_to * cost); // B * the costliest record so far
         else
-            costs[i] += x.cost;
+            costs[i] += cost;
     }
 };
 

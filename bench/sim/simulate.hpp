@@ -4,6 +4,7 @@
 #include "baselines.hpp"
 #include "batching.hpp"
 #include "bcl_runner.hpp"
+#include "calibration.hpp"
 #include "cost_and_cap.hpp"
 #include "input.hpp"
 #include "metrics.hpp"
@@ -66,6 +67,22 @@ struct sim_config {
     batch_cost batching = batch_cost::packed;
     /// --emission: reported, and the bcl policies' emission order once the library takes it.
     emission_order emission = emission_order::costliest_first;
+    /// --true-cost: what the ranks truly spend (every metric is computed on it); nothing: `cost`.
+    /// Every policy estimates with `cost`, the only model a real loader knows.
+    std::optional<cost_model> true_cost;
+    /// --drift: the true cost changes at a step.
+    std::optional<drift_spec> drift;
+    /// --calibrate: tumbling and sliding calibrate `cost` online from noisy batch times.
+    bool calibrate = false;
+    double time_noise = 0.05; ///< --time-noise: sigma of the times' lognormal noise
+    /// --window: per-policy efficiency (and calibration error) over blocks of this many steps,
+    /// 0 for none.
+    std::size_t window = 0;
+
+    /// The true cost per step.
+    [[nodiscard]] cost_schedule truth() const {
+        return cost_schedule(true_cost.value_or(cost), drift);
+    }
 };
 
 struct policy_entry {
@@ -75,6 +92,8 @@ struct policy_entry {
     std::unique_ptr<policy_runner> (*make)(const sim_context& ctx);
     /// Why the policy cannot run with this configuration, or nothing if it can.
     std::optional<std::string> (*skip)(const sim_config& cfg);
+    /// Part of a run that names no policies; false: runs only when named.
+    bool by_default;
 };
 
 [[nodiscard]] inline std::optional<std::string> never_skip(const sim_config&) {
@@ -95,15 +114,15 @@ template <class Runner>
 [[nodiscard]] inline const std::vector<policy_entry>& policy_table() {
     static const std::vector<policy_entry> table{
         {"none", "fixed-count batches in sampler order (PyTorch DistributedSampler + DataLoader)",
-         make_baseline<none_runner>, never_skip},
+         make_baseline<none_runner>, never_skip, true},
         {"length_grouped", "Hugging Face group_by_length: megabatches sorted by length",
-         make_baseline<length_grouped_runner>, never_skip},
+         make_baseline<length_grouped_runner>, never_skip, true},
         {"mffd", "NeMo-RL sequence packing: pooled MFFD token bins dealt round-robin",
-         make_baseline<mffd_runner>, never_skip},
+         make_baseline<mffd_runner>, never_skip, true},
         {"verl_kk",
          "verl balance_batch: each step's R*B records split by Karmarkar-Karp into R groups of B "
          "(needs cross-rank communication)",
-         make_baseline<verl_kk_runner>, never_skip},
+         make_baseline<verl_kk_runner>, never_skip, true},
         {"oracle",
          "K steps coordinated: all ranks' K-step windows partitioned together (needs cross-rank "
          "communication)",
@@ -119,11 +138,17 @@ template <class Runner>
                                 "R*K*B = {} records per window at once); raise the limit to run it",
                                 cfg.ranks, cfg.oracle_max_ranks,
                                 cfg.ranks * cfg.lookahead * cfg.batch);
-         }},
+         },
+         true},
         {"tumbling", "bcl tumbling windows, rank-local (bcl::balancer per rank)",
-         make_bcl_runner<bcl::lookahead_policy::tumbling>, never_skip},
+         make_bcl_runner<bcl::lookahead_policy::tumbling>, never_skip, true},
         {"sliding", "bcl sliding buffer toward the long-run mean, rank-local",
-         make_bcl_runner<bcl::lookahead_policy::sliding>, never_skip},
+         make_bcl_runner<bcl::lookahead_policy::sliding>, never_skip, true},
+        {"sliding_true",
+         "bcl sliding estimating with the true cost in force (--true-cost, --drift) instead of "
+         "--cost, never calibrated: what a calibrated sliding should approach (runs only when "
+         "named)",
+         make_sliding_true_runner, never_skip, false},
     };
     return table;
 }
@@ -134,17 +159,20 @@ template <class Runner>
     return nullptr;
 }
 
-/// The policies a run asks for, in the order asked and each once; the whole table when
-/// cfg.policies is empty. The names must be known (validate() checks that).
+/// The policies a run asks for, in the order asked and each once; when cfg.policies is empty,
+/// every policy of the table that runs by default. The names must be known (validate() checks
+/// that).
 [[nodiscard]] inline std::vector<const policy_entry*> requested_policies(const sim_config& cfg) {
     std::vector<const policy_entry*> wanted;
-    if (cfg.policies.empty())
-        for (const policy_entry& e : policy_table()) wanted.push_back(&e);
-    else
-        for (const std::string& name : cfg.policies) {
-            const policy_entry* e = find_policy(name);
-            if (std::find(wanted.begin(), wanted.end(), e) == wanted.end()) wanted.push_back(e);
-        }
+    if (cfg.policies.empty()) {
+        for (const policy_entry& e : policy_table())
+            if (e.by_default) wanted.push_back(&e);
+        return wanted;
+    }
+    for (const std::string& name : cfg.policies) {
+        const policy_entry* e = find_policy(name);
+        if (std::find(wanted.begin(), wanted.end(), e) == wanted.end()) wanted.push_back(e);
+    }
     return wanted;
 }
 
@@ -194,7 +222,10 @@ struct policy_result {
         const std::size_t count = std::min(ctx.lookahead, steps - first);
         const step_block out{std::span<double>(block.data(), count * ctx.ranks),
                              std::span<double>(tokens.data(), count * ctx.ranks),
-                             std::span<double>(useful.data(), count * ctx.ranks), pad_to};
+                             std::span<double>(useful.data(), count * ctx.ranks),
+                             pad_to,
+                             &ctx.truth,
+                             first};
         std::fill(out.costs.begin(), out.costs.end(), 0.0);
         std::fill(out.tokens.begin(), out.tokens.end(), 0.0);
         std::fill(out.useful.begin(), out.useful.end(), 0.0);
@@ -298,6 +329,21 @@ inline void validate(const sim_config& cfg) {
         throw input_error("--batching: no such batching");
     if (cfg.emission != emission_order::costliest_first && cfg.emission != emission_order::shuffled)
         throw input_error("--emission: no such emission order");
+    if (!(cfg.time_noise >= 0.0 && cfg.time_noise <= 5.0))
+        throw input_error(fmt::format(
+            "--time-noise must be a number from 0 to 5 (the sigma of exp(N(0, sigma))), got {}",
+            cfg.time_noise));
+    if (cfg.drift && cfg.drift->step >= cfg.steps)
+        throw input_error(fmt::format("--drift {}:{}: the run has only {} steps (0 to {})",
+                                      cfg.drift->step, describe(cfg.drift->model), cfg.steps,
+                                      cfg.steps - 1));
+    if (cfg.window > cfg.steps)
+        throw input_error(
+            fmt::format("--window {}: more than the run's {} steps", cfg.window, cfg.steps));
+    if (cfg.calibrate && cfg.cost.a == 0.0 && cfg.cost.b == 0.0 && cfg.cost.c == 0.0)
+        throw input_error(fmt::format("--calibrate: the prior --cost {} is 0 for every record; "
+                                      "calibration rescales it, so it must cost something",
+                                      describe(cfg.cost)));
     bcl::options opt{.batch_size = cfg.batch, .lookahead = cfg.lookahead};
     opt.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost); // throws for a cap that costs nothing
     opt.memory_budget = cfg.memory_budget;
@@ -398,6 +444,9 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
         ctx.emission = cfg.emission;
         if (out.prior) ctx.cap_prior = out.prior->cost;
         ctx.mean_cost = out.mean_cost;
+        ctx.truth = cfg.truth();
+        ctx.calibrate = cfg.calibrate;
+        ctx.time_noise = cfg.time_noise;
         return ctx;
     };
     const auto run_one = [&](const policy_entry& e) {

@@ -4,14 +4,18 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/calibrated_cost.hpp>
 #include <bcl/cost_estimator.hpp>
+#include <bcl/detail/batch_calibration.hpp>
 #include <bcl/detail/batch_order.hpp>
 #include <bcl/detail/delay_tally.hpp>
 #include <bcl/detail/heavy_slots.hpp>
 #include <bcl/detail/outlier_cap.hpp>
 #include <bcl/detail/partition_step.hpp>
+#include <bcl/detail/ready_batches.hpp>
 #include <bcl/detail/record_buffer.hpp>
 #include <bcl/detail/record_estimator.hpp>
+#include <bcl/detail/saved_state.hpp>
 #include <bcl/detail/snapshot_check.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
@@ -76,6 +80,11 @@ template <record Record, cost_estimator<Record> Estimator,
 class balancer {
     using estimator_type = detail::record_estimator<Record, Estimator>;
     static constexpr bool tracks_memory = estimator_type::tracks_memory;
+    static constexpr std::size_t feature_count = estimator_type::feature_count;
+    static constexpr bool calibrating = feature_count > 0;
+    using calibration_type =
+        std::conditional_t<calibrating, detail::batch_calibration<feature_count>,
+                           detail::no_calibration>;
 
 public:
     using record_type = Record;
@@ -89,7 +98,7 @@ public:
         : m_options(checked(opt)), m_rounds(detail::make_round_policy(m_options)),
           m_capacity(buffer_capacity(m_options)), m_estimator(std::move(estimator), m_options),
           m_cap(m_options.cap), m_partition(std::move(partitioner), m_options.batching),
-          m_order(m_options),
+          m_order(m_options), m_calibration(make_calibration()),
           m_shapes_heavy(m_options.emission == emission_order::costliest_first &&
                          m_options.batching == batch_cost::packed) {
         const std::size_t window = m_options.batch_size * m_options.lookahead;
@@ -98,34 +107,12 @@ public:
         m_partition.reserve(window, m_options.lookahead);
         m_order.reserve(m_options.lookahead);
         m_delays.reserve(std::min(max_delay_bound(m_options) + 1, delays_reserved), m_stats);
-        m_ready.reserve(window);
-        m_batch_cost.reserve(m_options.lookahead);
-        m_batch_memory.reserve(m_options.lookahead);
-        m_next_place.reserve(m_options.lookahead);
-        m_slot_order.reserve(window);
+        m_ready.reserve(window, m_options.lookahead);
+        if constexpr (calibrating) m_calibration.reserve(m_options.lookahead);
     }
 
-    /// Everything needed to continue a balancer exactly where it was: the records it holds and
-    /// not yet handed out (`pending`), and the rest (counters, running means, random state,
-    /// costs of the pending records). `pending` holds first the records of the batches already
-    /// formed and not yet popped, in the order they will be popped, then the buffered records in
-    /// arrival order.
-    struct state {
-        std::vector<Record> pending;
-        detail::balancer_snapshot snapshot;
-
-        /// Everything but the records, as a portable byte string (little-endian, checksummed).
-        [[nodiscard]] std::string to_bytes() const { return detail::to_bytes(snapshot); }
-
-        /// Rebuilds a state from to_bytes() and the pending records, in the documented order.
-        /// Throws bcl::error if the bytes are truncated, corrupted or describe a balancer that
-        /// could not exist, or if the number of records is not the number saved.
-        [[nodiscard]] static state from_bytes(std::string_view bytes, std::vector<Record> pending) {
-            state s{std::move(pending), detail::snapshot_from_bytes(bytes)};
-            require_pending(s);
-            return s;
-        }
-    };
+    /// Everything needed to continue a balancer exactly where it was; see detail::saved_state.
+    using state = detail::saved_state<Record>;
 
     /// Continues from a saved state. `opt` must equal the options the state was saved with
     /// (bcl::error naming the first that differs); so must the estimator, for the batches to be
@@ -138,27 +125,14 @@ public:
     /// A copy of everything needed to continue (see state). Does not change this balancer:
     /// what it emits afterwards is what it would have emitted without the call.
     [[nodiscard]] state save() const requires std::copy_constructible<Record> {
-        state s;
-        s.snapshot = snapshot();
-        s.pending.reserve(s.snapshot.pending_records());
-        for (std::size_t i = m_next_batch * m_options.batch_size; i < m_ready.size(); ++i)
-            s.pending.push_back(m_ready[i]);
-        for (const Record& r : m_buffer.records()) s.pending.push_back(r);
-        return s;
+        return collect_state(*this, [](const Record& r) { return r; });
     }
 
     /// As save(), moving the records out instead of copying them; for move-only records. The
     /// balancer is left finished and empty.
     [[nodiscard]] state take_state() && {
-        state s;
-        s.snapshot = snapshot();
-        s.pending.reserve(s.snapshot.pending_records());
-        for (std::size_t i = m_next_batch * m_options.batch_size; i < m_ready.size(); ++i)
-            s.pending.push_back(std::move(m_ready[i]));
-        for (Record& r : m_buffer.records()) s.pending.push_back(std::move(r));
+        state s = collect_state(*this, [](Record& r) { return std::move(r); });
         m_ready.clear();
-        m_batch_cost.clear();
-        m_next_batch = 0;
         m_buffer.clear();
         m_finished = true;
         return s;
@@ -179,7 +153,12 @@ public:
         // A round that throws (a memory budget no split fits) leaves everything as it was, so the
         // record is still the caller's and the balancer unchanged.
         if (m_buffer.size() == m_capacity) run_round();
-        m_buffer.push(std::move(r), e, m_stats.records_in);
+        if constexpr (calibrating) {
+            m_buffer.push(std::move(r), e, m_stats.records_in, m_estimator.last_features());
+            m_calibration.count_record(m_estimator.last_features());
+        } else {
+            m_buffer.push(std::move(r), e, m_stats.records_in);
+        }
         m_arrival_cost_total += e.cost;
         m_cap.add(e.uncapped, e.cap);
         if (e.capped) ++m_stats.records_capped;
@@ -205,18 +184,15 @@ public:
                 return std::nullopt;
             run_round();
         }
-        const std::size_t b = m_options.batch_size;
-        const std::size_t offset = m_next_batch * b;
-        const std::size_t size = std::min(b, m_ready.size() - offset);
-        m_last_batch_cost = m_batch_cost[m_next_batch];
+        if constexpr (calibrating) m_calibration.emitted(m_stats.batches, m_ready.next());
+        const auto batch = m_ready.pop(m_options.batch_size);
+        m_last_batch_cost = batch.cost;
         if constexpr (tracks_memory)
-            m_stats.peak_batch_memory =
-                std::max(m_stats.peak_batch_memory, m_batch_memory[m_next_batch]);
-        ++m_next_batch;
+            m_stats.peak_batch_memory = std::max(m_stats.peak_batch_memory, batch.memory);
         ++m_stats.batches;
-        m_stats.records_out += size;
-        if (size == b) m_stats.batch_cost.add(m_last_batch_cost);
-        return batch_type(m_ready.data() + offset, size);
+        m_stats.records_out += batch.records.size();
+        if (batch.records.size() == m_options.batch_size) m_stats.batch_cost.add(m_last_batch_cost);
+        return batch.records;
     }
 
     /// Marks the end of input: pop() then drains what is buffered. With options::drop_last the
@@ -235,14 +211,30 @@ public:
     [[nodiscard]] bool finished() const noexcept { return m_finished; }
     /// Records pushed and not yet handed out in a batch (nor dropped).
     [[nodiscard]] std::size_t buffered() const noexcept {
-        const std::size_t handed_out =
-            std::min(m_ready.size(), m_next_batch * m_options.batch_size);
-        return m_buffer.size() + (m_ready.size() - handed_out);
+        return m_buffer.size() + m_ready.waiting_records(m_options.batch_size);
     }
     /// Estimated cost of the batch pop() returned last (0 before the first).
     [[nodiscard]] double last_batch_cost() const noexcept { return m_last_batch_cost; }
     [[nodiscard]] const statistics& stats() const noexcept { return m_stats; }
     [[nodiscard]] const options& settings() const noexcept { return m_options; }
+
+    /// Calibration (a calibratable_estimator only): the measured time of emitted batch
+    /// `batch_index` (counting every batch pop() returned, from 0), in any unit, e.g. the
+    /// seconds the rank spent computing it (not waiting for other ranks). Times may arrive late
+    /// and in any order, within options::calibration.horizon batches. Refitted coefficients apply
+    /// from the next round on (docs/calibration.md). Throws bcl::error, changing nothing, for a
+    /// time that is negative or not finite, or a batch not emitted, older than the horizon, or
+    /// already observed.
+    void observe(std::uint64_t batch_index, double seconds) requires calibrating {
+        m_calibration.observe(batch_index, seconds, m_stats.batches);
+    }
+
+    /// Calibration: what the fit has learned so far.
+    [[nodiscard]] calibration_summary<feature_count> calibration() const requires calibrating {
+        const auto& fit = m_calibration.fit();
+        return {fit.fitted, m_estimator.coefficients(), fit.observed, fit.downweighted,
+                fit.has_fit};
+    }
 
 private:
     static constexpr std::size_t delays_reserved = 4096; // delay counts made room for up front
@@ -252,16 +244,7 @@ private:
         return opt;
     }
 
-    static void require_pending(const state& s) {
-        if (s.pending.size() != s.snapshot.pending_records())
-            throw error("bcl::balancer::state: " + std::to_string(s.pending.size()) +
-                        " pending records given, but the state was saved with " +
-                        std::to_string(s.snapshot.pending_records()));
-    }
-
-    [[nodiscard]] std::size_t waiting_batches() const noexcept {
-        return m_batch_cost.size() - m_next_batch;
-    }
+    [[nodiscard]] std::size_t waiting_batches() const noexcept { return m_ready.waiting(); }
 
     // The long-run mean cost of a record: the option, or the mean of every record pushed.
     [[nodiscard]] double mean_cost() const noexcept {
@@ -324,23 +307,18 @@ private:
         m_order.order(packs, has_short, m_round, pack_cost,
                       tracks_memory ? m_partition.pack_memory() : pack_cost);
         const std::span<const std::uint32_t> rank = m_order.rank();
-        m_batch_cost.resize(packs);
-        for (std::size_t p = 0; p < packs; ++p) m_batch_cost[rank[p]] = pack_cost[p];
-        if constexpr (tracks_memory) {
-            m_batch_memory.resize(packs);
-            for (std::size_t p = 0; p < packs; ++p)
-                m_batch_memory[rank[p]] = m_partition.pack_memory()[p];
-        }
+        m_ready.start(rank, pack_cost,
+                      tracks_memory ? m_partition.pack_memory() : std::span<const double>());
         if (whole_buffer)
             place_records<true>(take, delays);
         else
             place_records<false>(take, delays);
         m_delays.finish(m_stats);
+        if constexpr (calibrating) m_calibration.finish_round();
         if (whole_buffer)
             m_buffer.clear();
         else
             m_buffer.compact();
-        m_next_batch = 0;
         ++m_stats.windows;
         // A gap to the lower bound of the packed cost: padded batches claim no bound.
         if (!has_short && packs == m_options.lookahead &&
@@ -353,38 +331,48 @@ private:
                     : 0.0);
         }
         ++m_round;
+        if constexpr (calibrating)
+            m_calibration.apply_refit(m_estimator, m_buffer, m_heavy, m_cap.current());
     }
 
-    // Moves each of the round's n records to its place in emission order (a counting sort by
-    // batch) and counts its delay. In the steady state m_ready holds a round's worth of
-    // handed-out records, which are assigned over; otherwise the places are listed first and the
-    // records gathered after.
+    [[nodiscard]] calibration_type make_calibration() const {
+        if constexpr (calibrating)
+            return calibration_type(m_options, m_estimator.prior());
+        else
+            return {};
+    }
+
+    // Moves each of the round's n records to its batch, counting its delay and, under
+    // calibration, adding its features to the batch's.
     template <bool whole_buffer>
     void place_records(std::size_t n, detail::delay_tally::round_counter& delays) noexcept {
-        const std::size_t b = m_options.batch_size;
         const std::span<const std::uint32_t> pack_of = m_partition.pack_of();
         const std::span<const std::uint32_t> rank = m_order.rank();
         const std::span<const std::uint32_t> slots = m_buffer.round_slots();
         const std::span<const std::uint64_t> arrivals = m_buffer.arrivals();
-        std::vector<Record>& buffered = m_buffer.records();
-        m_next_place.resize(rank.size());
-        for (std::size_t r = 0; r < rank.size(); ++r)
-            m_next_place[r] = static_cast<std::uint32_t>(r * b);
-        const bool in_place = m_ready.size() == n;
-        if (!in_place) m_slot_order.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t batch = rank[pack_of[i]];
-            const std::uint32_t slot = whole_buffer ? static_cast<std::uint32_t>(i) : slots[i];
-            const std::uint32_t place = m_next_place[batch]++;
-            if (in_place)
-                m_ready[place] = std::move(buffered[slot]);
-            else
-                m_slot_order[place] = slot;
-            delays.count(i, arrivals[slot], batch);
-        }
-        if (in_place) return;
-        m_ready.clear();
-        for (std::size_t k = 0; k < n; ++k) m_ready.push_back(std::move(buffered[m_slot_order[k]]));
+        if constexpr (calibrating) m_calibration.start_round(rank.size());
+        m_ready.place(
+            n, m_options.batch_size, m_buffer.records(),
+            [&](std::size_t i) { return whole_buffer ? static_cast<std::uint32_t>(i) : slots[i]; },
+            [&](std::size_t i) { return rank[pack_of[i]]; },
+            [&](std::size_t i, std::uint32_t slot, std::uint32_t batch) {
+                delays.count(i, arrivals[slot], batch);
+                if constexpr (calibrating)
+                    m_calibration.add(batch, m_buffer.feature_values()[slot],
+                                      m_buffer.costs()[slot]);
+            });
+    }
+
+    // The snapshot, and the pending records in the documented order, each through `take`.
+    template <class Self, class Take>
+    [[nodiscard]] static state collect_state(Self& self, Take take) {
+        state s;
+        s.snapshot = self.snapshot();
+        s.pending.reserve(s.snapshot.pending_records());
+        for (auto& r : self.m_ready.waiting_span(self.m_options.batch_size))
+            s.pending.push_back(take(r));
+        for (auto& r : self.m_buffer.records()) s.pending.push_back(take(r));
+        return s;
     }
 
     [[nodiscard]] detail::balancer_snapshot snapshot() const {
@@ -396,53 +384,46 @@ private:
         s.arrival_cost_total = m_arrival_cost_total;
         s.last_batch_cost = m_last_batch_cost;
         s.stats = m_stats;
-        const auto first_waiting = static_cast<std::ptrdiff_t>(m_next_batch);
-        s.waiting_batch_costs.assign(m_batch_cost.begin() + first_waiting, m_batch_cost.end());
-        s.waiting_records =
-            m_ready.size() - std::min(m_ready.size(), m_next_batch * m_options.batch_size);
+        s.waiting_batch_costs.assign(m_ready.waiting_costs().begin(),
+                                     m_ready.waiting_costs().end());
+        s.waiting_records = m_ready.waiting_records(m_options.batch_size);
         s.buffer_costs.assign(m_buffer.costs().begin(), m_buffer.costs().end());
         s.buffer_arrivals.assign(m_buffer.arrivals().begin(), m_buffer.arrivals().end());
         s.sketch = m_cap.sketch();
         s.quantile_cap = m_cap.last();
-        s.heavy_seen = m_heavy.seen();
-        const auto remembered = static_cast<std::ptrdiff_t>(
-            std::min<std::uint64_t>(m_heavy.seen(), detail::heavy_slots::window));
-        for (std::size_t slot = 0; slot < detail::heavy_slots::slots; ++slot)
-            s.heavy_recent[slot].assign(m_heavy.recent(slot).begin(),
-                                        m_heavy.recent(slot).begin() + remembered);
+        detail::save_heavy_slots(m_heavy, s);
         s.tracks_memory = tracks_memory;
+        if constexpr (calibrating)
+            s.calibration =
+                m_calibration.save(m_stats.batches, m_ready.next(), m_estimator.coefficients());
         if constexpr (tracks_memory) {
-            s.waiting_batch_memory.assign(m_batch_memory.begin() + first_waiting,
-                                          m_batch_memory.end());
+            s.waiting_batch_memory.assign(m_ready.waiting_memory().begin(),
+                                          m_ready.waiting_memory().end());
             s.buffer_memory.assign(m_buffer.memory().begin(), m_buffer.memory().end());
         }
         return s;
     }
 
     void restore(state saved) {
-        require_pending(saved);
+        saved.require_pending();
         detail::balancer_snapshot& s = saved.snapshot;
         detail::check_consistent(s);
         detail::require_same_options(s.opt, m_options);
-        if (s.tracks_memory != tracks_memory)
-            throw error("bcl::balancer: the state was saved by a balancer whose estimator " +
-                        std::string(s.tracks_memory ? "had" : "had no") +
-                        " memory estimate, unlike this one");
+        detail::require_same_estimates(s, tracks_memory, feature_count);
         m_order.restore(s.rng_state);
         m_finished = s.finished;
         m_round = s.round;
         m_arrival_cost_total = s.arrival_cost_total;
         m_last_batch_cost = s.last_batch_cost;
         m_stats = std::move(s.stats);
-        m_batch_cost.assign(s.waiting_batch_costs.begin(), s.waiting_batch_costs.end());
-        m_batch_memory.assign(s.waiting_batch_memory.begin(), s.waiting_batch_memory.end());
-        m_next_batch = 0;
-        auto record = saved.pending.begin();
-        for (std::size_t i = 0; i < s.waiting_records; ++i) m_ready.push_back(std::move(*record++));
-        m_buffer.assign(record, s.buffer_costs, s.buffer_memory, s.buffer_arrivals);
+        m_ready.restore(saved.pending.begin(), s.waiting_records, s.waiting_batch_costs,
+                        s.waiting_batch_memory);
+        m_buffer.assign(saved.pending.begin() + static_cast<std::ptrdiff_t>(s.waiting_records),
+                        s.buffer_costs, s.buffer_memory, s.buffer_arrivals);
         m_cap.restore(s.sketch, s.quantile_cap);
-        for (std::size_t slot = 0; slot < detail::heavy_slots::slots; ++slot)
-            m_heavy.restore(s.heavy_seen, slot, s.heavy_recent[slot]);
+        detail::restore_heavy_slots(s, m_heavy);
+        if constexpr (calibrating)
+            m_calibration.restore(s.calibration, m_stats.batches, m_estimator, m_buffer);
     }
 
     options m_options;
@@ -450,24 +431,20 @@ private:
     std::size_t m_capacity; // records held before a round must run
     estimator_type m_estimator;
     detail::outlier_cap m_cap;
-    detail::record_buffer<Record, tracks_memory> m_buffer;
+    detail::record_buffer<Record, tracks_memory, feature_count> m_buffer;
     detail::partition_step<Partitioner, tracks_memory> m_partition;
     detail::batch_order m_order;
     detail::delay_tally m_delays;
     detail::heavy_slots m_heavy;
+    [[no_unique_address]] calibration_type m_calibration;
     bool m_shapes_heavy; // costliest-first emission of packed batches shapes the heavy slots
     statistics m_stats;
 
     double m_arrival_cost_total = 0.0; // sum of every accepted cost, for the long-run mean
     std::uint64_t m_round = 0;         // rounds run so far
     bool m_finished = false;
-    std::vector<Record> m_ready;        // the last round's records, batch after batch
-    std::vector<double> m_batch_cost;   // estimated cost of each batch in m_ready
-    std::vector<double> m_batch_memory; // and its memory (with a memory estimator)
-    std::size_t m_next_batch = 0;       // next batch of m_ready to hand out
+    detail::ready_batches<Record> m_ready;
     double m_last_batch_cost = 0.0;
-    std::vector<std::uint32_t> m_next_place; // counting-sort cursor per batch
-    std::vector<std::uint32_t> m_slot_order; // buffer slots in emission order
 };
 
 } // namespace bcl

@@ -95,6 +95,29 @@ struct cap_options {
     double prior = 0.0;
 };
 
+/// Online calibration: how a balancer whose estimator is a calibratable_estimator (e.g.
+/// bcl::calibrated_cost) fits its coefficients to the batch times reported by balancer::observe.
+/// Ignored for other estimators. See docs/calibration.md.
+struct calibration_options {
+    /// Weight each older time keeps per newer time, in (0, 1]: the fit remembers about
+    /// 1 / (1 - forgetting) batches. Default 0.99: a hundred batches average out 5% timing noise
+    /// on three coefficients, and a changed cost (a longer-context curriculum) is tracked within a
+    /// few hundred steps. 1 never forgets.
+    double forgetting = 0.99;
+    /// How many batches' worth of evidence the prior's shape counts as, >= 0. Default 0.01: it
+    /// decides what the first few times cannot (three coefficients from one time) and hardly
+    /// anything after. More biases the fit: batch feature sums are nearly collinear (balanced
+    /// batches look alike), so even one batch's worth pulls the coefficients far toward the
+    /// prior's shape (measured: 10-20% off on exact times).
+    double prior_weight = 0.01;
+    /// observe() accepts the times of the last `horizon` emitted batches (1 to 2^20); older is a
+    /// bcl::error. Default 256: room for deep pipelines and asynchronous loaders.
+    std::size_t horizon = 256;
+    /// A time whose relative error against the fit exceeds this many typical errors (a GC pause,
+    /// a checkpoint step) counts for proportionally less. Must be > 0; default 3.
+    double outlier_threshold = 3.0;
+};
+
 /// Settings of a balancer. An aggregate, so designated initializers work:
 /// `bcl::options{.batch_size = 32, .lookahead = 8}`.
 struct options {
@@ -149,6 +172,8 @@ struct options {
     /// estimated cost if there is no memory estimator), so an out-of-memory happens in the first
     /// step rather than hours later. Default false.
     bool largest_first = false;
+    /// Online cost calibration (only for a calibratable estimator); see calibration_options.
+    calibration_options calibration{};
 };
 
 /// Largest window (K*B records) a balancer accepts: slots are indexed with 32-bit integers and a
@@ -223,6 +248,11 @@ constexpr void visit_option_fields(Visit&& visit) {
     visit("cap.prior",      [](auto& o) -> auto& { return o.cap.prior; },      quantile_cap_only);
     visit("memory_budget",  [](auto& o) -> auto& { return o.memory_budget; },  always);
     visit("largest_first",  [](auto& o) -> auto& { return o.largest_first; },  always);
+    visit("calibration.forgetting",   [](auto& o) -> auto& { return o.calibration.forgetting; },   always);
+    visit("calibration.prior_weight", [](auto& o) -> auto& { return o.calibration.prior_weight; }, always);
+    visit("calibration.horizon",      [](auto& o) -> auto& { return o.calibration.horizon; },      always);
+    visit("calibration.outlier_threshold",
+          [](auto& o) -> auto& { return o.calibration.outlier_threshold; }, always);
     // clang-format on
 }
 
@@ -260,6 +290,25 @@ inline void check_cap_and_budget(const options& opt) {
                     std::to_string(opt.memory_budget) + ")");
 }
 
+/// Most batches calibration_options::horizon may keep waiting for their times.
+inline constexpr std::size_t max_calibration_horizon = std::size_t{1} << 20;
+
+inline void check_calibration(const calibration_options& c) {
+    if (!(c.forgetting > 0.0 && c.forgetting <= 1.0))
+        throw error("bcl::options::calibration.forgetting must be in (0, 1] (got " +
+                    std::to_string(c.forgetting) + ")");
+    if (!(c.prior_weight >= 0.0 && c.prior_weight <= 1e12))
+        throw error("bcl::options::calibration.prior_weight must be >= 0 and at most 1e12 (got " +
+                    std::to_string(c.prior_weight) + ")");
+    if (c.horizon == 0 || c.horizon > max_calibration_horizon)
+        throw error("bcl::options::calibration.horizon must be from 1 to " +
+                    std::to_string(max_calibration_horizon) + " (got " + std::to_string(c.horizon) +
+                    ")");
+    if (!(c.outlier_threshold > 0.0 && c.outlier_threshold < HUGE_VAL))
+        throw error("bcl::options::calibration.outlier_threshold must be finite and > 0 (got " +
+                    std::to_string(c.outlier_threshold) + ")");
+}
+
 } // namespace detail
 
 /// Records a quantile cap waits for before it applies (cap_options::warmup, resolved).
@@ -279,6 +328,7 @@ inline void validate(const options& opt) {
     const detail::round_policy policy = detail::make_round_policy(opt);
     detail::check_choices(opt);
     detail::check_cap_and_budget(opt);
+    detail::check_calibration(opt.calibration);
     std::visit([](const auto& rounds) { rounds.validate(max_window_records, max_delay_limit); },
                policy);
 }

@@ -23,7 +23,9 @@ namespace bcl::detail {
 /// rank to reach: target s is the largest s-th costliest record of the last `window` rounds
 /// (capped at the outlier cap in force; every rank sees the same distribution, so every rank
 /// estimates about the same level, without communication). A slot is shaped only when its target
-/// is above `engage` times the mean batch cost: on light tails nothing changes. Then pack s takes
+/// is above `engage` times the mean batch cost, and so is the window's 70th percentile of s-th
+/// costliest records (many rounds hold such a record): on light and medium tails nothing
+/// changes. Then pack s takes
 /// the round's s-th costliest record and B-1 others whose costs bring it to the target (the same
 /// selection the sliding policy uses for its rounds), and the partitioner balances the rest. A rank
 /// whose round has no heavy record thereby puts more of its round into its first batches and less
@@ -47,7 +49,7 @@ public:
         if (m_seen < window / 4) return t;
         for (std::size_t s = 0; s < slots; ++s) {
             const double level = std::min(largest(s), cap);
-            if (level > engage * mean_batch) t[s] = level;
+            if (level > engage * mean_batch && typical(s) > engage * mean_batch) t[s] = level;
         }
         return t;
     }
@@ -73,6 +75,15 @@ public:
         ++m_seen;
     }
 
+    /// The cost model changed (calibration) and a heavy record now costs `ratio` times what it
+    /// did: the remembered records are rescaled rather than forgotten.
+    void rescale(double ratio) noexcept {
+        for (std::size_t s = 0; s < slots; ++s) {
+            for (double& x : m_recent[s]) x *= ratio;
+            m_largest[s] *= ratio;
+        }
+    }
+
     /// What a saved state holds: the rounds observed and the window (oldest first).
     [[nodiscard]] std::uint64_t seen() const noexcept { return m_seen; }
     [[nodiscard]] std::span<const double> recent(std::size_t s) const noexcept {
@@ -86,6 +97,21 @@ public:
 
 private:
     [[nodiscard]] double largest(std::size_t s) const noexcept { return m_largest[s]; }
+
+    // The 70th percentile of the window's s-th costliest records. Shaping pays only where many
+    // rounds of every rank hold a record heavier than a batch's share (a long tail): where only
+    // the rare round does (a medium tail), building every round's first batches up to the rare
+    // level costs more than the alignment gains. Measured (R=8 B=16 K=8, 2000 steps, sliding):
+    // lognormal(6,1) 0.749 without this condition, 0.896 with it (shuffled emission: 0.886);
+    // Mooncake 0.882 without, 0.869 with; the median instead of the 70th percentile loses
+    // Mooncake (0.850), the 85th loses lognormal(6,1.5) less but Mooncake tumbling more.
+    [[nodiscard]] double typical(std::size_t s) const noexcept {
+        std::array<double, window> values = m_recent[s];
+        const auto kept = static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(m_seen, window));
+        auto* const middle = values.begin() + (kept - 1) * 7 / 10;
+        std::nth_element(values.begin(), middle, values.begin() + kept);
+        return *middle;
+    }
 
     std::uint64_t m_seen = 0;
     std::array<std::array<double, window>, slots> m_recent{}; // a ring: round r at r % window

@@ -6,6 +6,7 @@
 
 #include <bcl/detail/record_estimator.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,9 +19,12 @@ namespace bcl::detail {
 /// arrival positions, side by side so a round reads the costs as one array. A round takes either
 /// every record (take_all) or the records a policy chose; `gather` lists those, `compact` closes
 /// the gaps they leave. All storage is reserved up front: nothing here allocates afterwards.
-template <class Record, bool tracks_memory>
+/// Under calibration each record also keeps its `features` feature values (0: none kept).
+template <class Record, bool tracks_memory, std::size_t features = 0>
 class record_buffer {
 public:
+    using features_type = std::array<double, features>;
+
     void reserve(std::size_t capacity) {
         m_records.reserve(capacity);
         m_costs.reserve(capacity);
@@ -32,6 +36,7 @@ public:
             m_memory.reserve(capacity);
             m_round_memory.reserve(capacity + 1);
         }
+        if constexpr (features > 0) m_features.reserve(capacity);
     }
 
     [[nodiscard]] std::size_t size() const noexcept { return m_records.size(); }
@@ -45,6 +50,13 @@ public:
         m_arrivals.push_back(arrival);
     }
 
+    /// As push, with the record's features.
+    void push(Record&& r, const record_estimate& e, std::uint64_t arrival,
+              const features_type& x) noexcept {
+        push(std::move(r), e, arrival);
+        if constexpr (features > 0) m_features.push_back(x);
+    }
+
     /// Drops the `count` most recent records (drop_last at the end of input).
     void drop_newest(std::size_t count) noexcept {
         for (std::size_t i = 0; i < count; ++i) {
@@ -52,6 +64,7 @@ public:
             m_costs.pop_back();
             m_arrivals.pop_back();
             if constexpr (tracks_memory) m_memory.pop_back();
+            if constexpr (features > 0) m_features.pop_back();
         }
     }
 
@@ -60,6 +73,7 @@ public:
         m_costs.clear();
         m_arrivals.clear();
         if constexpr (tracks_memory) m_memory.clear();
+        if constexpr (features > 0) m_features.clear();
     }
 
     [[nodiscard]] std::vector<Record>& records() noexcept { return m_records; }
@@ -67,6 +81,14 @@ public:
     [[nodiscard]] std::span<const double> costs() const noexcept { return m_costs; }
     [[nodiscard]] std::span<const double> memory() const noexcept { return m_memory; }
     [[nodiscard]] std::span<const std::uint64_t> arrivals() const noexcept { return m_arrivals; }
+    [[nodiscard]] std::span<const features_type> feature_values() const noexcept {
+        return m_features;
+    }
+    /// Calibration: every cost replaced by `cost(features)` (new coefficients).
+    template <class Cost>
+    void reestimate(Cost&& cost) noexcept {
+        for (std::size_t i = 0; i < m_costs.size(); ++i) m_costs[i] = cost(m_features[i]);
+    }
 
     /// Per slot: 1 if the round takes it. Sized to the buffer for a policy to fill.
     [[nodiscard]] std::span<std::uint8_t> chosen() {
@@ -109,6 +131,7 @@ public:
                 m_costs[kept] = m_costs[i];
                 m_arrivals[kept] = m_arrivals[i];
                 if constexpr (tracks_memory) m_memory[kept] = m_memory[i];
+                if constexpr (features > 0) m_features[kept] = m_features[i];
             }
             ++kept;
         }
@@ -116,6 +139,7 @@ public:
         m_costs.resize(kept);
         m_arrivals.resize(kept);
         if constexpr (tracks_memory) m_memory.resize(kept);
+        if constexpr (features > 0) m_features.resize(kept);
     }
 
     /// Replaces the contents (restoring a saved state); `records` are moved from.
@@ -129,11 +153,20 @@ public:
         if constexpr (tracks_memory) m_memory.assign(memory.begin(), memory.end());
     }
 
+    /// Restoring: the features of the held records, recomputed from them.
+    template <class Features>
+    void assign_features(Features&& of) {
+        m_features.clear();
+        for (std::size_t i = 0; i < m_records.size(); ++i)
+            m_features.push_back(of(m_records[i], i));
+    }
+
 private:
     std::vector<Record> m_records;
     std::vector<double> m_costs;
     std::vector<double> m_memory;
     std::vector<std::uint64_t> m_arrivals;
+    std::vector<features_type> m_features;
     std::vector<std::uint8_t> m_chosen;
     std::vector<double> m_round_costs; // the chosen slots' costs, in slot order
     std::vector<double> m_round_memory;

@@ -3,6 +3,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/calibrated_cost.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/number_text.hpp>
 #include <bcl/detail/outlier_cap.hpp>
@@ -11,6 +12,7 @@
 #include <bcl/record_model.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -38,6 +40,15 @@ class record_estimator {
 public:
     static constexpr bool tracks_memory = memory_estimator<Estimator, Record>;
     static constexpr bool truncating = truncating_estimator<Estimator, Record>;
+    static constexpr bool calibrating = calibratable_estimator<Estimator, Record>;
+    /// Features a calibrating estimator gives each record (0 otherwise).
+    static constexpr std::size_t feature_count = [] {
+        if constexpr (calibrating)
+            return Estimator::feature_count;
+        else
+            return std::size_t{0};
+    }();
+    using features_type = std::array<double, feature_count>;
 
     /// Throws bcl::error if the options ask for what the estimator cannot do.
     record_estimator(Estimator estimator, const options& opt)
@@ -52,6 +63,22 @@ public:
         if (m_budget > 0.0 && !tracks_memory)
             throw error("bcl::options::memory_budget is set, but the estimator has no "
                         "memory(record); attach one with bcl::with_memory");
+    }
+
+    /// A calibrating estimator: the features of the record estimated last, the coefficients in
+    /// force, and the prior.
+    [[nodiscard]] const features_type& last_features() const noexcept { return m_features; }
+    [[nodiscard]] features_type coefficients() const requires calibrating {
+        return m_estimator.coefficients();
+    }
+    [[nodiscard]] features_type prior() const requires calibrating { return m_estimator.prior(); }
+    void set_coefficients(const features_type& c) requires calibrating {
+        m_estimator.set_coefficients(c);
+    }
+    /// The checked features of a record (restoring a state recomputes those of held records).
+    [[nodiscard]] features_type features_of(const Record& r, std::uint64_t position) {
+        (void)checked_cost(r, position);
+        return m_features;
     }
 
     /// Record `position` (the count of records accepted before it), under `cap`.
@@ -95,7 +122,19 @@ private:
     }
 
     double checked_cost(const Record& r, std::uint64_t position) {
-        const auto cost = static_cast<double>(std::invoke(m_estimator, r));
+        double cost = 0.0;
+        if constexpr (calibrating) {
+            // The cost from the features, so each record's features are read once.
+            m_features = m_estimator.features(r);
+            const features_type c = m_estimator.coefficients();
+            for (std::size_t j = 0; j < feature_count; ++j) {
+                if (!(m_features[j] >= 0.0 && m_features[j] <= max_estimate)) [[unlikely]]
+                    throw_bad(("feature " + std::to_string(j)).c_str(), m_features[j], position);
+                cost += c[j] * m_features[j];
+            }
+        } else {
+            cost = static_cast<double>(std::invoke(m_estimator, r));
+        }
         // One comparison each way also rejects NaN and both infinities.
         if (cost >= 0.0 && cost <= max_estimate) [[likely]]
             return cost;
@@ -116,6 +155,7 @@ private:
     }
 
     Estimator m_estimator;
+    features_type m_features{}; // a calibrating estimator's features of the last record
     double m_budget;
     double m_padding; // B under padded batching (a record's memory counts B times), else 1
     bool m_truncate;

@@ -4,6 +4,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/batch_calibration.hpp>
 #include <bcl/detail/bytes.hpp>
 #include <bcl/detail/heavy_slots.hpp>
 #include <bcl/detail/quantile_sketch.hpp>
@@ -43,6 +44,7 @@ struct balancer_snapshot {
     std::size_t waiting_records = 0;         // their records, which come first in `pending`
     std::vector<double> buffer_costs;        // then the buffer, in arrival order
     std::vector<std::uint64_t> buffer_arrivals;
+    calibration_snapshot calibration; // a calibrating balancer's fit and its waiting batches
 
     [[nodiscard]] std::size_t pending_records() const noexcept {
         return waiting_records + buffer_costs.size();
@@ -50,7 +52,7 @@ struct balancer_snapshot {
 };
 
 inline constexpr std::uint64_t snapshot_magic = 0x3174617473'6c6362ULL; // "bclstat1", little-endian
-inline constexpr std::uint64_t snapshot_version = 6;
+inline constexpr std::uint64_t snapshot_version = 7;
 
 /// The largest records_in a saved state may claim: a balancer pushing a record a nanosecond
 /// would need 146 years to reach it, and below it no position or batch index the balancer
@@ -111,6 +113,59 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
     return stats_access::make(s);
 }
 
+/// The heavy slots' part of a snapshot: the rounds they saw and the window they remember.
+inline void save_heavy_slots(const heavy_slots& h, balancer_snapshot& s) {
+    s.heavy_seen = h.seen();
+    const auto remembered =
+        static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(h.seen(), heavy_slots::window));
+    for (std::size_t slot = 0; slot < heavy_slots::slots; ++slot)
+        s.heavy_recent[slot].assign(h.recent(slot).begin(), h.recent(slot).begin() + remembered);
+}
+
+inline void restore_heavy_slots(const balancer_snapshot& s, heavy_slots& h) noexcept {
+    for (std::size_t slot = 0; slot < heavy_slots::slots; ++slot)
+        h.restore(s.heavy_seen, slot, s.heavy_recent[slot]);
+}
+
+inline void write_calibration(byte_writer& w, const calibration_snapshot& c) {
+    w.u64(c.features);
+    if (c.features == 0) return;
+    for (const double x : c.numbers) w.f64(x);
+    for (const std::uint64_t x : c.counts) w.u64(x);
+    for (const double x : c.applied) w.f64(x);
+    for (const double x : c.waiting_sums) w.f64(x);
+    w.u64(c.ledger_state.size());
+    for (std::size_t i = 0; i < c.ledger_state.size(); ++i) {
+        w.u64(c.ledger_state[i]);
+        for (std::size_t j = 0; j < c.features; ++j) w.f64(c.ledger_sums[i * c.features + j]);
+    }
+}
+
+inline calibration_snapshot read_calibration(byte_reader& r, const options& opt,
+                                             std::size_t waiting_batches) {
+    calibration_snapshot c;
+    c.features = r.count("the calibration feature count", max_calibration_features, 0);
+    if (c.features == 0) return c;
+    const std::size_t n = c.features;
+    c.numbers.resize(calibration_snapshot::number_fields(n));
+    for (double& x : c.numbers) x = r.f64("the calibration fit");
+    c.counts.resize(calibration_snapshot::count_fields);
+    for (std::uint64_t& x : c.counts) x = r.u64("the calibration counts");
+    c.applied.resize(n);
+    for (double& x : c.applied) x = r.f64("the calibrated coefficients");
+    c.waiting_sums.resize(waiting_batches * n);
+    for (double& x : c.waiting_sums) x = r.f64("the waiting batches' features");
+    c.ledger_state.resize(
+        r.count("the calibration ledger size", opt.calibration.horizon, 8 * (n + 1)));
+    c.ledger_sums.resize(c.ledger_state.size() * n);
+    for (std::size_t i = 0; i < c.ledger_state.size(); ++i) {
+        c.ledger_state[i] = static_cast<std::uint8_t>(
+            std::min<std::uint64_t>(r.u64("the calibration ledger"), 255));
+        for (std::size_t j = 0; j < n; ++j) c.ledger_sums[i * n + j] = r.f64("the ledger sums");
+    }
+    return c;
+}
+
 [[nodiscard]] inline std::string to_bytes(const balancer_snapshot& s) {
     byte_writer w;
     w.u64(snapshot_magic);
@@ -160,6 +215,7 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
         w.u64(s.buffer_arrivals[i]);
         if (s.tracks_memory) w.f64(s.buffer_memory[i]);
     }
+    write_calibration(w, s.calibration);
     return w.finish();
 }
 
@@ -236,6 +292,7 @@ inline running_stats read_stats(byte_reader& r, const char* what) {
         s.buffer_arrivals[i] = r.u64("the buffered arrival positions");
         if (s.tracks_memory) s.buffer_memory[i] = r.f64("the buffered memory");
     }
+    s.calibration = read_calibration(r, s.opt, s.waiting_batch_costs.size());
     r.expect_end();
     return s;
 }

@@ -154,6 +154,26 @@ inline void check_consistent(const balancer_snapshot& s) {
     check_saved(s.sketch.count() == (o.cap.kind == cap_kind::quantile ? st.records_in : 0),
                 "a quantile sketch of " + text(s.sketch.count()) + " costs for " +
                     text(st.records_in) + " records");
+    check_calibration_snapshot(s.calibration, o.calibration.horizon, st.batches, st.records_in,
+                               waiting);
+}
+
+/// Throws bcl::error unless the state was saved by a balancer whose estimator gives what this
+/// one's does: a memory estimate or none, and as many calibrated features (0: no calibration).
+inline void require_same_estimates(const balancer_snapshot& s, bool tracks_memory,
+                                   std::size_t features) {
+    if (s.tracks_memory != tracks_memory)
+        throw error("bcl::balancer: the state was saved by a balancer whose estimator " +
+                    std::string(s.tracks_memory ? "had" : "had no") +
+                    " memory estimate, unlike this one");
+    if (s.calibration.features != features)
+        throw error(
+            "bcl::balancer: the state was saved by a balancer whose estimator " +
+            (s.calibration.features == 0
+                 ? std::string("did not calibrate")
+                 : "calibrated " + std::to_string(s.calibration.features) + " features") +
+            ", unlike this one" +
+            (features == 0 ? std::string() : " (" + std::to_string(features) + " features)"));
 }
 
 /// A saved state, read back (see read_snapshot) and checked (check_consistent).

@@ -4,6 +4,8 @@
 //   partition/default/K:<K>/B:<B>       the partitioner bcl::balancer uses by default
 //   adapter/tumbling/K:<K>/B:<B>        the whole bcl::balancer push/pop path on small records
 //   adapter/sliding/K:<K>/B:<B>         the same under the sliding policy
+//   adapter/sliding_calibrated/K:<K>/B:<B>  the same with a calibrated cost told every batch's
+//                                       time (observe, and the refit at each round boundary)
 //   baseline/passthrough/K:<K>/B:<B>    the same loop with a partitioner that keeps arrival order
 //   baseline/sort/K:<K>/B:<B>           std::sort of the same windows' costs
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
@@ -27,6 +29,7 @@
 // over_budget, the fraction of windows the repair could not fit.
 
 #include <bcl/bcl.hpp>
+#include <bcl/calibrated_cost.hpp>
 #include <bcl/detail/memory_repair.hpp>
 #include <bcl/partition/exact.hpp>
 #include <bcl/partition/karmarkar_karp.hpp>
@@ -300,8 +303,16 @@ void partition_benchmark(benchmark::State& state, const length_source& src) {
     set_counters(state, k * b, gap_sum, runs, allocations);
 }
 
-/// push/pop through a bcl::balancer, one window of records per iteration.
-template <class Partitioner>
+/// The cost of a small record, as a calibrated cost: the same model as cost_of_record, whose
+/// coefficients the balancer refits from the times it is told.
+auto calibrated_cost_of_record() {
+    return bcl::calibrated_affine_quadratic(0.0, 1.0, 1.0 / 24576, &small_record::length);
+}
+
+/// push/pop through a bcl::balancer, one window of records per iteration (the adapter rows).
+/// `calibrated` runs a calibrated cost and tells the balancer each batch's
+/// time (its total length: as cheap to compute as the checksum every row takes of its batches).
+template <class Partitioner, bool calibrated = false>
 void balancer_benchmark(benchmark::State& state, bcl::emission_order emission,
                         bcl::lookahead_policy policy = bcl::lookahead_policy::tumbling) {
     const auto k = static_cast<std::size_t>(state.range(0));
@@ -311,15 +322,28 @@ void balancer_benchmark(benchmark::State& state, bcl::emission_order emission,
     bcl::options opt{.batch_size = b, .lookahead = k};
     opt.policy = policy; // named, whatever the default policy is
     opt.emission = emission;
-    bcl::balancer<small_record, cost_of_record, Partitioner> balancer{cost_of_record{}, opt};
+    auto estimator = [] {
+        if constexpr (calibrated)
+            return calibrated_cost_of_record();
+        else
+            return cost_of_record{};
+    }();
+    bcl::balancer<small_record, decltype(estimator), Partitioner> balancer{estimator, opt};
     std::uint64_t sink = 0;
+    std::uint64_t emitted = 0;
     std::size_t next = 0;
     const auto one_window = [&] {
         const small_record* records = pool.records.data() + next * window;
         for (std::size_t i = 0; i < window; ++i) {
             balancer.push(records[i]);
-            while (auto batch = balancer.pop())
-                for (const small_record& r : *batch) sink += r.id;
+            while (auto batch = balancer.pop()) {
+                std::uint64_t time = 0;
+                for (const small_record& r : *batch) {
+                    sink += r.id;
+                    if constexpr (calibrated) time += r.length;
+                }
+                if constexpr (calibrated) balancer.observe(emitted++, static_cast<double>(time));
+            }
         }
         if (++next == pool.windows) next = 0;
     };
@@ -474,6 +498,10 @@ void register_shape(std::int64_t k, std::int64_t b) {
     add("adapter/sliding", k, b, [](benchmark::State& state) {
         balancer_benchmark<default_partitioner>(state, bcl::emission_order::costliest_first,
                                                 bcl::lookahead_policy::sliding);
+    });
+    add("adapter/sliding_calibrated", k, b, [](benchmark::State& state) {
+        balancer_benchmark<default_partitioner, true>(state, bcl::emission_order::costliest_first,
+                                                      bcl::lookahead_policy::sliding);
     });
     add_partitioner<default_partitioner>("partition/default", src, k, b);
     add_partitioner<bcl::lpt_swap_partitioner>("partition/lpt_swap", src, k, b);

@@ -111,19 +111,11 @@ public:
     /// bcl::error (changing nothing) for a time that is negative or not finite, a batch not yet
     /// emitted, older than the horizon, or already observed.
     void observe(std::uint64_t index, double seconds, std::uint64_t emitted_count) {
-        const std::string what = "bcl::balancer::observe: batch " + std::to_string(index);
-        if (!(seconds >= 0.0 && seconds < HUGE_VAL))
-            throw error(what + " has time " + number_text(seconds) +
-                        "; a time must be finite and >= 0");
-        if (index >= emitted_count)
-            throw error(what + " has not been emitted (" + std::to_string(emitted_count) +
-                        " batches so far)");
-        if (emitted_count - index > m_horizon)
-            throw error(what + " is older than the calibration horizon of " +
-                        std::to_string(m_horizon) + " batches (" + std::to_string(emitted_count) +
-                        " emitted); raise options::calibration.horizon");
         const auto slot = static_cast<std::size_t>(index % m_horizon);
-        if (m_ring_state[slot] != awaiting) throw error(what + " was already observed");
+        const bool fine = seconds >= 0.0 && seconds < HUGE_VAL && index < emitted_count &&
+                          emitted_count - index <= m_horizon && m_ring_state[slot] == awaiting;
+        if (!fine) [[unlikely]]
+            throw_bad_time(index, seconds, emitted_count);
         m_ring_state[slot] = observed;
         m_fit.add(m_ring_sums[slot], seconds);
     }
@@ -224,6 +216,23 @@ private:
             std::copy_n(s.ledger_sums.begin() + static_cast<std::ptrdiff_t>(k * N), N,
                         m_ring_sums[slot].begin());
         }
+    }
+
+    // Why observe() refused a time; off the per-batch path.
+    [[noreturn]] void throw_bad_time(std::uint64_t index, double seconds,
+                                     std::uint64_t emitted_count) const {
+        const std::string what = "bcl::balancer::observe: batch " + std::to_string(index);
+        if (!(seconds >= 0.0 && seconds < HUGE_VAL))
+            throw error(what + " has time " + number_text(seconds) +
+                        "; a time must be finite and >= 0");
+        if (index >= emitted_count)
+            throw error(what + " has not been emitted (" + std::to_string(emitted_count) +
+                        " batches so far)");
+        if (emitted_count - index > m_horizon)
+            throw error(what + " is older than the calibration horizon of " +
+                        std::to_string(m_horizon) + " batches (" + std::to_string(emitted_count) +
+                        " emitted); raise options::calibration.horizon");
+        throw error(what + " was already observed");
     }
 
     [[nodiscard]] std::uint64_t first_kept(std::uint64_t emitted_count) const noexcept {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: the style checks, a Release build with every test, an ASan + UBSan build
 # with every test, the unit tests again with a second compiler (clang-16, libstdc++ and libc++),
-# and each fuzz target for a minute under ASan + UBSan. Installs what is missing (Debian).
+# the libtorch adapter (its own tree, build-torch/), the Python package (a virtual environment
+# over Debian's torch), and each fuzz target for a minute under ASan + UBSan. Installs what is
+# missing (Debian).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -23,7 +25,7 @@ bash scripts/check_style.sh
 
 echo "== Release build (build/)"
 # shellcheck disable=SC2046
-cmake -S . -B build $(generator_args build) -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build $(generator_args build) -DCMAKE_BUILD_TYPE=Release -DBCL_BUILD_TORCH=OFF
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
@@ -41,6 +43,12 @@ ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^installed_packag
 
 echo "== second compiler"
 bash scripts/test_clang.sh
+
+echo "== libtorch adapter"
+bash scripts/test_torch.sh
+
+echo "== Python package"
+bash scripts/test_python.sh
 
 echo "== fuzzing, ${fuzz_seconds} s per target"
 bash scripts/fuzz.sh "$fuzz_seconds"

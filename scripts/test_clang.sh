@@ -16,7 +16,7 @@ cxx="${BCL_CLANG_CXX:-clang++-16}"
 extra_flags="${BCL_CLANG_CXXFLAGS:-}"
 jobs=2
 common=(-DCMAKE_BUILD_TYPE=Release -DBCL_BUILD_TESTS=ON -DBCL_BUILD_EXAMPLES=ON
-        -DBCL_BUILD_BENCHMARKS=OFF)
+        -DBCL_BUILD_BENCHMARKS=OFF -DBCL_BUILD_TORCH=OFF)
 
 # A fresh tree gets Ninja and the compiler; an existing one keeps what it was configured with.
 fresh_tree_args() {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The Python package's checks: builds bcl (./python) into a virtual environment over Debian's
+# python3-torch, numpy, pybind11, pytest and hypothesis (nothing is downloaded), runs its test
+# suite, a quick run of the sampler benchmark, and a short smoke run of the DDP example.
+# Exits non-zero on any failure (2 if the Debian packages it needs are missing). 35 s to 2 min on
+# this 2-core machine (by its load), the build included.
+#
+#   bash scripts/test_python.sh            # venv in build-python/venv
+#   BCL_PYTHON_VENV=/tmp/v bash scripts/test_python.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# Debian's interpreter: the one with python3-torch & co. (another python3 may come first on PATH).
+python="${BCL_PYTHON:-/usr/bin/python3}"
+venv="${BCL_PYTHON_VENV:-build-python/venv}"
+
+# The Debian packages this needs; the caller installs them (apt-get).
+if ! command -v "$python" > /dev/null || ! command -v g++ > /dev/null ||
+    ! "$python" -c 'import ensurepip, numpy, pybind11, pytest, hypothesis, setuptools, torch' \
+        2> /dev/null; then
+    echo "scripts/test_python.sh: missing prerequisites. It needs $python and g++ with the" >&2
+    echo "Debian packages python3-torch python3-numpy python3-setuptools python3-pybind11" >&2
+    echo "pybind11-dev python3-pytest python3-hypothesis python3-venv (apt-get install them)." >&2
+    exit 2
+fi
+
+if [[ ! -x "$venv/bin/python" ]]; then
+    echo "== creating $venv"
+    "$python" -m venv --system-site-packages "$venv"
+fi
+echo "== pip install --no-build-isolation ./python"
+"$venv/bin/pip" install --quiet --no-build-isolation --no-deps --force-reinstall ./python
+
+echo "== pytest python/tests"
+# From python/tests' parent's parent, so the installed package is imported, not the sources.
+"$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+
+echo "== bench/python/bench_sampler.py (quick)"
+"$venv/bin/python" bench/python/bench_sampler.py --n 100000 --repeats 2
+
+echo "== examples/python/train_ddp.py --smoke"
+# A bounded wait: two ranks that cannot reach each other would otherwise wait for gloo's timeout.
+timeout -k 10 240 "$venv/bin/python" examples/python/train_ddp.py --smoke
+
+echo "== python checks passed"

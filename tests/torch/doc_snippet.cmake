@@ -1,0 +1,18 @@
+# Fails unless the lines between "// snippet-begin" and "// snippet-end" in SOURCE appear, as
+# they are, in DOC. Run as: cmake -DSOURCE=... -DDOC=... -P doc_snippet.cmake
+file(READ "${SOURCE}" _source)
+file(READ "${DOC}" _doc)
+string(FIND "${_source}" "// snippet-begin\n" _begin)
+string(FIND "${_source}" "// snippet-end" _end)
+if(_begin EQUAL -1 OR _end EQUAL -1 OR _end LESS _begin)
+    message(FATAL_ERROR "${SOURCE}: no '// snippet-begin' ... '// snippet-end' block")
+endif()
+string(LENGTH "// snippet-begin\n" _marker)
+math(EXPR _start "${_begin} + ${_marker}")
+math(EXPR _length "${_end} - ${_start}")
+string(SUBSTRING "${_source}" ${_start} ${_length} _snippet)
+string(FIND "${_doc}" "${_snippet}" _found)
+if(_found EQUAL -1)
+    message(FATAL_ERROR "${DOC} does not show the snippet of ${SOURCE} as it is:\n${_snippet}")
+endif()
+message(STATUS "${DOC} shows the snippet of ${SOURCE}")

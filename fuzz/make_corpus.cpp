@@ -1,13 +1,15 @@
 // Writes the seed corpus of the fuzz targets: `bcl-fuzz-make-corpus <dir>` creates
-// <dir>/balancer/ and <dir>/state/ and fills them with a few dozen small inputs, each a sequence
-// of the decisions the harnesses read (fuzz_support.hpp). The output is deterministic; the
-// repository's fuzz/corpus/ is this program's output.
+// <dir>/balancer/, <dir>/state/ and <dir>/calibration/ and fills them with a few dozen small
+// inputs, each a sequence of the decisions the harnesses read (fuzz_support.hpp). The output is
+// deterministic; the repository's fuzz/corpus/ is this program's output.
 
 #include "fuzz_support.hpp"
 
 #include <bcl/balancer.hpp>
 #include <bcl/options.hpp>
 
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -304,16 +306,179 @@ void state_seeds(const std::filesystem::path& dir) {
             }
 }
 
+// The calibration target's seeds (calibration.fuzz.cpp reads them): options, calibration
+// settings, a prior and a true cost model, then a stream of records whose batches get their times.
+struct calibration_seed {
+    std::uint8_t batch_size = 4, lookahead = 2;
+    bool sliding = false, drop_last = false, shuffled = false, padded = false;
+    bool full = false, truncate = false;
+    std::uint8_t cap = 0;        // 0 none, 1 fixed (value 40), 2 quantile p90 warm-up 5
+    std::uint8_t budget = 0;     // full only: a memory budget of this much (0: none)
+    std::uint8_t forgetting = 0; // indices into the target's tables
+    std::uint8_t prior_weight = 0;
+    std::uint8_t horizon = 31; // 1 + horizon % 50 (200 and above: + 250)
+    std::uint8_t threshold = 0;
+    std::array<std::uint8_t, 3> prior{0, 17, 0};   // 16 + an index into the coefficient table
+    std::array<std::uint8_t, 3> truth{17, 17, 16}; // 1 + L: 0 is code 0
+};
+
+// The coefficient table's codes (calibration.fuzz.cpp, pick_coefficient).
+constexpr std::uint8_t coef_zero = 0, coef_one = 17, coef_half = 18, coef_per_24576 = 19,
+                       coef_two = 20, coef_tiny = 21, coef_dbl_min = 22, coef_huge = 23,
+                       coef_1e100 = 24, coef_1e_9 = 25, coef_three = 26, coef_million = 27,
+                       coef_milli = 28;
+
+seed calibration_options(const calibration_seed& c) {
+    seed s;
+    s.byte(static_cast<std::uint8_t>(c.batch_size - 1))
+        .byte(static_cast<std::uint8_t>(c.lookahead - 1));
+    s.byte(static_cast<std::uint8_t>((c.sliding ? 1 : 0) | (c.drop_last ? 2 : 0) |
+                                     (c.shuffled ? 4 : 0) | (c.full ? 16 : 0) |
+                                     (c.truncate ? 32 : 0) | (c.padded ? 64 : 0)));
+    s.byte(1).byte(1).u16(11); // buffer_windows 2, max_age 2, seed 11
+    if (c.cap == 0) s.byte(0);
+    if (c.cap == 1) s.byte(1).value(40.0);
+    if (c.cap == 2) s.byte(5).byte(5); // 5 % 3 = 2: quantile, (5 >> 2) % 16 = 1: 0.9; warm-up 5
+    if (c.full) s.byte(c.budget == 0 ? 0 : static_cast<std::uint8_t>(128 | c.budget));
+    s.byte(c.forgetting).byte(c.prior_weight).byte(c.horizon).byte(c.threshold);
+    for (const std::uint8_t p : c.prior) s.byte(p);
+    for (const std::uint8_t t : c.truth) s.byte(t);
+    return s;
+}
+
+void calibration_seeds(const std::filesystem::path& dir) {
+    struct named {
+        const char* name;
+        calibration_seed c;
+    };
+    calibration_seed sliding;
+    sliding.sliding = true;
+    calibration_seed padded = sliding;
+    padded.padded = true;
+    padded.shuffled = true;
+    calibration_seed quadratic; // the prior misses the quadratic term the truth has
+    quadratic.prior = {coef_zero, coef_one, coef_zero};
+    quadratic.truth = {coef_two, coef_one, coef_per_24576};
+    calibration_seed forget_all = sliding; // forgetting 1e-300, prior weight 1e12
+    forget_all.forgetting = 4;
+    forget_all.prior_weight = 2;
+    calibration_seed never_forget; // forgetting 1, prior weight 0, tiny outlier threshold
+    never_forget.forgetting = 1;
+    never_forget.prior_weight = 1;
+    never_forget.threshold = 1;
+    never_forget.truth = {coef_three, coef_half, coef_milli};
+    calibration_seed short_horizon = sliding; // horizon 1, huge threshold
+    short_horizon.horizon = 0;
+    short_horizon.threshold = 4;
+    calibration_seed capped = sliding;
+    capped.cap = 2;
+    capped.lookahead = 4;
+    calibration_seed truncated;
+    truncated.full = true;
+    truncated.truncate = true;
+    truncated.cap = 1;
+    calibration_seed budget = sliding;
+    budget.full = true;
+    budget.budget = 40;
+    calibration_seed extreme_prior; // a tiny constant, a huge linear term: most lengths refused
+    extreme_prior.prior = {coef_tiny, coef_1e100, coef_zero};
+    extreme_prior.truth = {coef_million, coef_1e_9, coef_zero};
+    calibration_seed tiny_prior = sliding; // the smallest normal prior, times in hours
+    tiny_prior.prior = {coef_dbl_min, coef_zero, coef_zero};
+    tiny_prior.truth = {coef_huge, coef_zero, coef_zero};
+    calibration_seed long_horizon = sliding;
+    long_horizon.horizon = 249; // 1 + 249 % 50 + 250 = 300
+    long_horizon.batch_size = 2;
+    const named configs[] = {{"tumbling", calibration_seed{}},
+                             {"sliding", sliding},
+                             {"padded", padded},
+                             {"quadratic", quadratic},
+                             {"forget-all", forget_all},
+                             {"never-forget", never_forget},
+                             {"short-horizon", short_horizon},
+                             {"quantile-cap", capped},
+                             {"truncated", truncated},
+                             {"budget", budget},
+                             {"extreme-prior", extreme_prior},
+                             {"tiny-prior", tiny_prior},
+                             {"long-horizon", long_horizon}};
+    // Operations as the target reads them.
+    // A length as pick_length reads it: 0..31 in one byte, else a multiple of 1/64 up to 1023;
+    // memory 2, truncated to half.
+    const auto push = [](seed& s, double length) {
+        if (length < 32.0 && length == std::floor(length))
+            s.byte(0).byte(static_cast<std::uint8_t>(length));
+        else
+            s.byte(0).byte(128).u16(static_cast<std::uint16_t>(length * 64.0));
+        s.byte(0x20);
+    };
+    const auto drain = [](seed& s) { s.byte(128); };
+    const auto observe = [](seed& s, std::uint8_t how, std::uint8_t k, std::uint8_t time) {
+        s.byte(148).byte(how).byte(k).byte(time);
+    };
+    std::uint64_t next = 0;
+    for (const named& n : configs) {
+        // Eager: every batch's true time right after it leaves; bad times and indices in between;
+        // a save and restore through the bytes in the middle of the fit; a flipped byte.
+        seed eager = calibration_options(n.c);
+        for (int i = 0; i < 48; ++i) {
+            push(eager, std::floor(cost_at(next++)));
+            drain(eager);
+            observe(eager, 0, 0, 0); // the newest batch, its true time
+            if (i % 12 == 5) {
+                observe(eager, 0, 0, 240); // NaN
+                observe(eager, 3, 0, 1);   // a batch not emitted yet
+                observe(eager, 6, 0, 0);   // one already observed
+                observe(eager, 5, 0, 0);   // beyond the horizon
+                observe(eager, 0, 1, 210); // an outlier: 3 times too slow
+            }
+            if (i == 20) eager.byte(216).byte(2); // restore
+            if (i == 30) eager.byte(232).byte(3).u16(static_cast<std::uint16_t>(i)).byte(4).byte(3);
+        }
+        eager.byte(144).byte(128).byte(200).byte(0);
+        write(dir, std::string("eager-") + n.name, eager.bytes());
+
+        // Late: times arrive in bursts, oldest first, some of them noisy.
+        seed late = calibration_options(n.c);
+        for (int i = 0; i < 40; ++i) {
+            push(late, std::floor(cost_at(next++) * 3.0));
+            if (i % 4 == 3) drain(late);
+            if (i % 10 == 9) late.byte(200).byte(static_cast<std::uint8_t>(i % 20 == 9 ? 1 : 3));
+            if (i == 25) late.byte(216).byte(1); // take_state, restored without the bytes
+        }
+        late.byte(144).byte(128).byte(200).byte(1).byte(228);
+        write(dir, std::string("late-") + n.name, late.bytes());
+    }
+    // Lengths on the edges (0, huge, NaN, negative) and times on the edges (0, tiny, huge).
+    for (const bool is_sliding : {false, true}) {
+        calibration_seed c;
+        c.sliding = is_sliding;
+        seed s = calibration_options(c);
+        const std::uint8_t lengths[] = {0, 176, 178, 192, 195, 200, 201, 203, 212, 239, 5, 7};
+        const std::uint8_t times[] = {232, 233, 234, 235, 236, 237, 238, 239, 241, 242, 0, 130};
+        for (int i = 0; i < 36; ++i) {
+            s.byte(0).byte(lengths[i % 12]).byte(0x20);
+            drain(s);
+            observe(s, 0, 0, times[i % 12]);
+        }
+        s.byte(144).byte(128).byte(200).byte(2);
+        write(dir, std::string("edges-") + (is_sliding ? "sliding" : "tumbling"), s.bytes());
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (argc != 2) {
-        std::fprintf(stderr, "usage: %s <corpus dir>   (writes <dir>/balancer and <dir>/state)\n",
+        std::fprintf(stderr,
+                     "usage: %s <corpus dir>   (writes <dir>/balancer, <dir>/state and "
+                     "<dir>/calibration)\n",
                      argv[0]);
         return 2;
     }
     const std::filesystem::path root(argv[1]);
     balancer_seeds(root / "balancer");
     state_seeds(root / "state");
+    calibration_seeds(root / "calibration");
     return 0;
 }

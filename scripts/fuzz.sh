@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds bcl's libFuzzer targets with clang++-16 into build-fuzz/ and runs each one for SECONDS
-# (default 60) on a scratch copy of its seed corpus (fuzz/corpus/<target>/), so the repository
-# is never modified. Exits non-zero on any finding and prints the reproducer's path.
+# Builds bcl's libFuzzer targets with clang++-16 into build-fuzz/ and runs them one after the
+# other for SECONDS in all (default 180), split evenly (at least 1 s each), each on a scratch copy
+# of its seed corpus (fuzz/corpus/<target>/), so the repository is never modified. Exits non-zero
+# on any finding and prints the reproducer's path.
 #
 #   bash scripts/fuzz.sh [SECONDS]
 #
@@ -11,14 +12,18 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-seconds="${1:-60}"
+seconds="${1:-180}"
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
-    echo "usage: $0 [SECONDS]   (a positive number of seconds per target)" >&2
+    echo "usage: $0 [SECONDS]   (a positive number of seconds, for all targets together)" >&2
     exit 2
 fi
 cxx="${BCL_FUZZ_CXX:-clang++-16}"
 build="build-fuzz"
-targets=(balancer state)
+targets=(balancer state calibration)
+per_target=$((seconds / ${#targets[@]}))
+if [[ $per_target -eq 0 ]]; then
+    per_target=1
+fi
 
 configure_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBCL_BUILD_TESTS=OFF -DBCL_BUILD_BENCHMARKS=OFF
                 -DBCL_BUILD_EXAMPLES=OFF -DBCL_BUILD_FUZZERS=ON)
@@ -42,10 +47,10 @@ for target in "${targets[@]}"; do
     dir="$work/$target"
     mkdir -p "$dir/corpus" "$dir/artifacts"
     cp fuzz/corpus/"$target"/* "$dir/corpus/"
-    echo "== bcl-fuzz-$target: ${seconds}s (log: $dir/log)"
+    echo "== bcl-fuzz-$target: ${per_target}s (log: $dir/log)"
     set +e
     "$build/bin/bcl-fuzz-$target" "$dir/corpus" \
-        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+        -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
         -artifact_prefix="$dir/artifacts/" -print_final_stats=1 >"$dir/log" 2>&1
     code=$?
     set -e

@@ -417,3 +417,39 @@ TEST_CASE("Calibration from a wrong prior balances the true cost as well as the 
     CHECK(true_model < 0.9 * prior_only); // the shape matters here
     CHECK(std::abs(with_fit - true_model) < 0.02 * true_model);
 }
+
+TEST_CASE("Times and priors at the edge of the double range never leave the fit non-finite, the "
+          "coefficients all zero or a state that cannot be restored",
+          "[calibration]") {
+    // Found by bcl-fuzz-calibration: a tiny time once weighted by 1/time^2 = infinity; a
+    // denormal prior once rescaled the fit to all zeros; a refit once pushed the remembered
+    // heavy records above bcl::max_estimate.
+    const std::vector<double> times = {1e-300, 5e-324, 1e-10, 1.0, 1e10, 1e300, 0.0};
+    const std::vector<std::array<double, 3>> priors = {
+        {1.0, 0.0, 0.0}, {5e-324, 0.0, 0.0}, {0.0, 1e100, 0.0}, {1e-300, 1e-300, 1e100}};
+    for (const auto& prior : priors)
+        for (const double time : times) {
+            INFO("prior " << prior[0] << " " << prior[1] << " " << prior[2] << ", time " << time);
+            const bcl::options opt{.batch_size = 1, .lookahead = 1};
+            const auto cost = bcl::calibrated_affine_quadratic(prior[0], prior[1], prior[2]);
+            calibrating_balancer b{cost, opt};
+            std::uint64_t emitted = 0;
+            for (const double length : {3.0, 1e6, 0.0, 7.0, 2.0}) {
+                b.push(double{length});
+                while (b.pop()) b.observe(emitted++, time);
+            }
+            const bcl::calibration_summary<3> fit = b.calibration();
+            bool any = false;
+            for (std::size_t j = 0; j < 3; ++j) {
+                CHECK(std::isfinite(fit.fitted[j]));
+                CHECK(fit.applied[j] >= 0.0);
+                CHECK(fit.applied[j] <= 1e300);
+                any = any || fit.applied[j] > 0.0;
+            }
+            CHECK(any);
+            const calibrating_balancer::state saved = b.save();
+            CHECK_NOTHROW(calibrating_balancer(
+                cost, opt,
+                calibrating_balancer::state::from_bytes(saved.to_bytes(), saved.pending)));
+        }
+}

@@ -107,3 +107,16 @@ TEST_CASE("Heavy slots restored from a saved window continue exactly", "[heavy-s
         restored.observe(costs);
     }
 }
+
+TEST_CASE("Rescaled heavy slots never remember a record above the limit", "[heavy-slots]") {
+    heavy_slots h;
+    std::mt19937_64 gen(4);
+    for (std::size_t r = 0; r < heavy_slots::window; ++r) h.observe(round_with(500.0, 400.0, gen));
+    h.rescale(1e300, 1e120);
+    for (std::size_t s = 0; s < heavy_slots::slots; ++s)
+        for (const double x : h.recent(s)) CHECK(x <= 1e120);
+    const auto t = h.targets(1.0, HUGE_VAL);
+    CHECK(t[0] == 1e120);
+    h.rescale(0.5, 1e120);
+    CHECK(h.targets(1.0, HUGE_VAL)[0] == 5e119);
+}

@@ -136,7 +136,8 @@ public:
         buffer.reestimate([&](const vec& x) { return std::min(dot(c, x), limit); });
         const double before = dot(old, m_top_features);
         const double after = dot(c, m_top_features);
-        if (before > 0.0 && after > 0.0) heavy.rescale(after / before);
+        if (before > 0.0 && after > 0.0 && after / before < HUGE_VAL)
+            heavy.rescale(after / before, max_estimate);
     }
     /// The features of the last round's costliest record (what heavy records look like).
     [[nodiscard]] const vec& top_features() const noexcept { return m_top_features; }

@@ -140,31 +140,46 @@ public:
     void add(const vec& x, double y) noexcept {
         ++m_n.observed;
         const double predicted = m_n.has_fit ? dot(m_n.fitted, x) : y;
-        const double scale = predicted > 0.0 ? predicted : y;
+        const double scale = predicted > 0.0 && predicted < HUGE_VAL ? predicted : y;
         if (!(scale > 0.0)) return; // a zero time of a batch predicted free says nothing
         double weight = 1.0 / (scale * scale);
+        double error_scale = m_n.error_scale;
+        bool outlier = false;
         if (m_n.has_fit) {
             const double error = std::abs(y - predicted) / scale;
             const double limit = m_threshold * std::max(m_n.error_scale, min_error_scale);
-            if (error > limit) {
-                weight *= limit / error;
-                ++m_n.downweighted;
-            }
-            m_n.error_scale += error_rate * (std::min(error, 2.0 * limit) - m_n.error_scale);
+            outlier = error > limit;
+            if (outlier) weight *= limit / error;
+            error_scale += error_rate * (std::min(error, 2.0 * limit) - error_scale);
         }
+        // The update is worked out aside and kept only if every number stays finite: a time or a
+        // feature sum at the edge of the double range (accepted, as valid input) must not turn
+        // the fit into infinities that no state can hold.
+        numbers next = m_n;
         const double keep = m_forgetting;
+        bool finite = std::isfinite(weight) && std::isfinite(error_scale);
         for (std::size_t i = 0; i < N; ++i) {
-            for (std::size_t j = 0; j < N; ++j)
-                m_n.normal_matrix[i * N + j] =
-                    keep * m_n.normal_matrix[i * N + j] + weight * x[i] * x[j];
-            m_n.normal_vector[i] = keep * m_n.normal_vector[i] + weight * y * x[i];
+            for (std::size_t j = 0; j < N; ++j) {
+                double& a = next.normal_matrix[i * N + j];
+                a = keep * a + weight * x[i] * x[j];
+                finite = finite && std::isfinite(a);
+            }
+            double& b = next.normal_vector[i];
+            b = keep * b + weight * y * x[i];
+            finite = finite && std::isfinite(b);
         }
-        m_n.effective_count = keep * m_n.effective_count + 1.0;
-        m_n.stale = true;
+        if (!finite) return; // counted as observed, but no evidence the fit can hold
+        next.effective_count = keep * next.effective_count + 1.0;
+        next.error_scale = error_scale;
+        next.downweighted += outlier ? 1 : 0;
+        next.stale = true;
+        m_n = next;
     }
 
     /// Refits if times were added since the last refit; returns whether `applied` was set to new
-    /// coefficients (in the prior's units).
+    /// coefficients (in the prior's units). A fit that cannot be expressed in them (no records
+    /// yet, a fit that costs nothing, or numbers at the edge of the double range that rescale to
+    /// zero or to infinity) is not applied: the coefficients in force stay.
     bool refit(vec& applied) noexcept {
         if (!m_n.stale) return false;
         m_n.stale = false;
@@ -172,12 +187,21 @@ public:
         const vec mean = mean_features();
         const double fitted_mean = dot(theta, mean);
         const double prior_mean = dot(m_prior, mean);
-        if (!(fitted_mean > 0.0) || !(prior_mean > 0.0) || !std::isfinite(fitted_mean))
-            return false; // nothing to rescale by (no records, or a fit that costs nothing)
+        const double to_prior_units = prior_mean / fitted_mean;
+        if (!(fitted_mean > 0.0 && fitted_mean < HUGE_VAL) ||
+            !(to_prior_units > 0.0 && to_prior_units < HUGE_VAL))
+            return false;
+        vec next{};
+        bool any = false;
+        for (std::size_t j = 0; j < N; ++j) {
+            next[j] = theta[j] * to_prior_units;
+            if (!(next[j] >= 0.0 && next[j] <= max_coefficient)) return false;
+            any = any || next[j] > 0.0;
+        }
+        if (!any) return false;
         m_n.fitted = theta;
         m_n.has_fit = true;
-        const double to_prior_units = prior_mean / fitted_mean;
-        for (std::size_t j = 0; j < N; ++j) applied[j] = theta[j] * to_prior_units;
+        applied = next;
         return true;
     }
 
@@ -185,6 +209,8 @@ public:
     void restore(const numbers& n) noexcept { m_n = n; }
 
 private:
+    // The largest coefficient a calibrated cost takes (as its prior's).
+    static constexpr double max_coefficient = 1e300;
     // How fast the typical error follows new times: about the last 20.
     static constexpr double error_rate = 0.05;
     // Below 1% relative error a time is never called an outlier: clocks are not that exact.

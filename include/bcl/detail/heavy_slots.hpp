@@ -77,10 +77,11 @@ public:
 
     /// The cost model changed (calibration) and a heavy record now costs `ratio` times what it
     /// did: the remembered records are rescaled rather than forgotten.
-    void rescale(double ratio) noexcept {
+    /// No record is remembered above `limit` (bcl::max_estimate: what a record may cost).
+    void rescale(double ratio, double limit) noexcept {
         for (std::size_t s = 0; s < slots; ++s) {
-            for (double& x : m_recent[s]) x *= ratio;
-            m_largest[s] *= ratio;
+            for (double& x : m_recent[s]) x = std::min(x * ratio, limit);
+            m_largest[s] = std::min(m_largest[s] * ratio, limit);
         }
     }
 

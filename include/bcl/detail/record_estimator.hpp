@@ -76,9 +76,14 @@ public:
         m_estimator.set_coefficients(c);
     }
     /// The checked features of a record (restoring a state recomputes those of held records).
-    [[nodiscard]] features_type features_of(const Record& r, std::uint64_t position) {
-        (void)checked_cost(r, position);
-        return m_features;
+    /// Only the features are checked: the record's cost under today's coefficients may be above
+    /// bcl::max_estimate (its estimate in the buffer is then capped there), as it was accepted
+    /// under the coefficients in force when it was pushed.
+    [[nodiscard]] features_type features_of(const Record& r,
+                                            std::uint64_t position) requires calibrating {
+        features_type x = m_estimator.features(r);
+        check_features(x, position);
+        return x;
     }
 
     /// Record `position` (the count of records accepted before it), under `cap`.
@@ -121,17 +126,20 @@ private:
                     number_text(max_estimate) + ")");
     }
 
+    static void check_features(const features_type& x, std::uint64_t position) {
+        for (std::size_t j = 0; j < feature_count; ++j)
+            if (!(x[j] >= 0.0 && x[j] <= max_estimate)) [[unlikely]]
+                throw_bad(("feature " + std::to_string(j)).c_str(), x[j], position);
+    }
+
     double checked_cost(const Record& r, std::uint64_t position) {
         double cost = 0.0;
         if constexpr (calibrating) {
             // The cost from the features, so each record's features are read once.
             m_features = m_estimator.features(r);
+            check_features(m_features, position);
             const features_type c = m_estimator.coefficients();
-            for (std::size_t j = 0; j < feature_count; ++j) {
-                if (!(m_features[j] >= 0.0 && m_features[j] <= max_estimate)) [[unlikely]]
-                    throw_bad(("feature " + std::to_string(j)).c_str(), m_features[j], position);
-                cost += c[j] * m_features[j];
-            }
+            for (std::size_t j = 0; j < feature_count; ++j) cost += c[j] * m_features[j];
         } else {
             cost = static_cast<double>(std::invoke(m_estimator, r));
         }

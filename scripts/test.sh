@@ -2,7 +2,7 @@
 # The whole test suite: the style checks, a Release build with every test, an ASan + UBSan build
 # with every test, the unit tests again with a second compiler (clang-16, libstdc++ and libc++),
 # the libtorch adapter (its own tree, build-torch/), the Python package (a virtual environment
-# over Debian's torch), and each fuzz target for a minute under ASan + UBSan. Installs what is
+# over Debian's torch), and the fuzz targets for three minutes in all under ASan + UBSan. Installs what is
 # missing (Debian).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,7 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh --all
 
 jobs=2
-fuzz_seconds="${BCL_FUZZ_SECONDS:-60}"
+fuzz_seconds="${BCL_FUZZ_SECONDS:-180}"
 
 # Use Ninja for fresh build trees; keep whatever generator an existing tree has.
 generator_args() {
@@ -50,7 +50,7 @@ bash scripts/test_torch.sh
 echo "== Python package"
 bash scripts/test_python.sh
 
-echo "== fuzzing, ${fuzz_seconds} s per target"
+echo "== fuzzing, ${fuzz_seconds} s over all targets"
 bash scripts/fuzz.sh "$fuzz_seconds"
 
 echo "== all checks passed"

@@ -2,8 +2,8 @@
 # The whole test suite: the style checks, a Release build with every test, an ASan + UBSan build
 # with every test, the unit tests again with a second compiler (clang-16, libstdc++ and libc++),
 # the libtorch adapter (its own tree, build-torch/), the Python package (a virtual environment
-# over Debian's torch), and the fuzz targets for three minutes in all under ASan + UBSan. Installs what is
-# missing (Debian).
+# over Debian's torch), and the fuzz targets for three minutes in all under ASan + UBSan.
+# Installs what is missing (Debian).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

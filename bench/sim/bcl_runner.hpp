@@ -244,8 +244,9 @@ private:
 };
 
 /// The options of rank `rank`'s balancer under a bcl policy: B and K from the run, a seed per rank,
-/// the run's cap and memory budget, every other setting at bcl's default (sliding: 2 windows of
-/// buffer, max_age 2). The one place where the run's settings become the balancers' options.
+/// the run's cap, memory budget, batching, emission, mean cost and sliding buffer
+/// (--buffer-windows, --max-age), every other setting at bcl's default. The one place where the
+/// run's settings become the balancers' options.
 [[nodiscard]] inline bcl::options bcl_options(const sim_context& ctx, std::size_t rank,
                                               bcl::lookahead_policy policy) {
     bcl::options opt{.batch_size = ctx.batch,
@@ -257,6 +258,8 @@ private:
     opt.memory_budget = ctx.memory_budget;
     opt.batching = ctx.batching;
     opt.emission = ctx.emission;
+    opt.buffer_windows = ctx.buffer_windows;
+    opt.max_age = ctx.max_age;
     if (ctx.cap_prior) opt.cap.prior = *ctx.cap_prior;
     if (ctx.mean_cost) opt.mean_cost = *ctx.mean_cost;
     return opt;

@@ -9,18 +9,15 @@
 // bcl::error from a balancer (a record or a round that does not fit --memory-budget), 1 other.
 
 #include "cli.hpp"
-#include "json_output.hpp"
+#include "report.hpp"
 #include "simulator.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -29,307 +26,11 @@
 
 namespace {
 
-using bcl_sim::policy_result;
 using bcl_sim::sim_config;
 using bcl_sim::sim_result;
+using bcl_sim::report::cli_options;
 
 constexpr std::string_view program = "bcl-sim";
-
-struct cli_options {
-    sim_config cfg;
-    std::string cost_text = "affine"; // a=0, b=1, c=1/24576 unless given
-    std::string policy_text;          // as given
-    std::string format = "table";
-    std::string trace;
-    std::string cap_text = "none";
-    std::string cap_action_text = "clip";
-    std::string cap_prior_text = "none";
-    std::string mean_cost_text = "none";
-    std::string batching_text = "packed";
-    std::string emission_text = "costliest_first";
-    std::string progress = "auto";
-    std::string true_cost_text; ///< empty: the --cost model
-    std::string drift_text;     ///< empty: no drift
-};
-
-constexpr const char* metric_fields[] = {"efficiency",
-                                         "goodput",
-                                         "cv",
-                                         "cv_reduction",
-                                         "speedup_vs_none",
-                                         "p99_step_ratio",
-                                         "mean_gap_to_lb",
-                                         "max_delay_batches",
-                                         "capped",
-                                         "peak_batch_tokens",
-                                         "over_budget_batches",
-                                         "fitted_a",
-                                         "fitted_b",
-                                         "fitted_c",
-                                         "calibration_error"};
-
-/// The fitted cost of a calibrated policy as JSON {"a", "b", "c"}, null for the others.
-nlohmann::ordered_json fitted_json(const policy_result& p) {
-    if (!p.extras.calibration) return nullptr;
-    const auto& f = p.extras.calibration->fitted;
-    return {{"a", f[0]}, {"b", f[1]}, {"c", f[2]}};
-}
-
-/// calibration_error of a calibrated policy, null for the others (and for a run of no batch).
-nlohmann::ordered_json calibration_error_json(const policy_result& p) {
-    if (!p.extras.calibration) return nullptr;
-    const std::optional<double> e = bcl_sim::calibration_error(*p.extras.calibration);
-    return e ? nlohmann::ordered_json(*e) : nlohmann::ordered_json(nullptr);
-}
-
-/// --window W: the policy's efficiency over steps [w*W, (w+1)*W) (the last block may be shorter),
-/// and for a calibrated policy the relative RMS error of its fit over the same steps.
-nlohmann::ordered_json windows_json(const policy_result& p, std::size_t window) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (std::size_t first = 0; window > 0 && first < p.step_max.size(); first += window) {
-        const std::size_t end = std::min(p.step_max.size(), first + window);
-        double max_sum = 0.0;
-        double mean_sum = 0.0;
-        for (std::size_t s = first; s < end; ++s) {
-            max_sum += p.step_max[s];
-            mean_sum += p.step_mean[s];
-        }
-        nlohmann::ordered_json w = {{"first_step", first},
-                                    {"steps", end - first},
-                                    {"efficiency", max_sum > 0.0 ? mean_sum / max_sum : 1.0}};
-        if (p.extras.calibration) {
-            const std::optional<double> e =
-                bcl_sim::relative_rms(*p.extras.calibration, first, end);
-            w["calibration_error"] =
-                e ? nlohmann::ordered_json(*e) : nlohmann::ordered_json(nullptr);
-        }
-        out.push_back(std::move(w));
-    }
-    return out;
-}
-
-nlohmann::ordered_json cap_json(const cli_options& opt, const sim_result& res) {
-    const bcl_sim::cap_spec& spec = opt.cfg.cap;
-    const bcl::cap_options& cap = res.cap;
-    nlohmann::ordered_json out = {{"spec", opt.cap_text},
-                                  {"kind", spec.kind == bcl::cap_kind::fixed      ? "fixed"
-                                           : spec.kind == bcl::cap_kind::quantile ? "quantile"
-                                                                                  : "none"},
-                                  {"action", std::string(bcl_sim::describe(cap.action))}};
-    out["tokens"] = spec.kind == bcl::cap_kind::fixed ? nlohmann::ordered_json(spec.tokens)
-                                                      : nlohmann::ordered_json(nullptr);
-    out["cost"] = spec.kind == bcl::cap_kind::fixed ? nlohmann::ordered_json(cap.value)
-                                                    : nlohmann::ordered_json(nullptr);
-    out["quantile"] = spec.kind == bcl::cap_kind::quantile ? nlohmann::ordered_json(cap.quantile)
-                                                           : nlohmann::ordered_json(nullptr);
-    out["warmup"] = spec.kind == bcl::cap_kind::quantile
-                        ? nlohmann::ordered_json(bcl::cap_warmup(cap))
-                        : nlohmann::ordered_json(nullptr);
-    out["prior"] = res.prior ? nlohmann::ordered_json{{"spec", opt.cap_prior_text},
-                                                      {"tokens", res.prior->tokens},
-                                                      {"cost", res.prior->cost}}
-                             : nlohmann::ordered_json(nullptr);
-    return out;
-}
-
-nlohmann::ordered_json config_json(const cli_options& opt, const sim_result& res) {
-    const sim_config& cfg = opt.cfg;
-    nlohmann::ordered_json dist =
-        bcl_sim::dist_json(cfg.dist_text, cfg.dist, res.dataset_records.value_or(0));
-    dist["p99_length"] = res.p99_length;
-    dist["mean_length"] = res.mean_length;
-
-    nlohmann::ordered_json policies = nlohmann::ordered_json::array();
-    for (const bcl_sim::policy_entry* e : bcl_sim::requested_policies(cfg))
-        policies.push_back(std::string(e->name));
-
-    const bcl_sim::cost_schedule truth = cfg.truth();
-    nlohmann::ordered_json drift = nullptr;
-    if (truth.drift())
-        drift = {{"step", truth.drift()->step}, {"cost", bcl_sim::cost_json(truth.drift()->model)}};
-    return {{"dist", dist},
-            {"cost", bcl_sim::cost_json(cfg.cost)},
-            {"true_cost", bcl_sim::cost_json(truth.initial())},
-            {"drift", drift},
-            {"calibrate", cfg.calibrate},
-            {"time_noise", cfg.time_noise},
-            {"window", cfg.window},
-            {"ranks", cfg.ranks},
-            {"batch", cfg.batch},
-            {"lookahead", cfg.lookahead},
-            {"steps", cfg.steps},
-            {"seed", cfg.seed},
-            {"policies", policies},
-            {"format", opt.format},
-            {"bin_tokens", res.bin_tokens},
-            {"bin_tokens_flag", cfg.bin_tokens},
-            {"oracle_max_ranks", cfg.oracle_max_ranks},
-            {"cap", cap_json(opt, res)},
-            {"memory_budget", cfg.memory_budget},
-            {"batching", std::string(bcl_sim::describe(cfg.batching))},
-            {"emission", std::string(bcl_sim::describe(cfg.emission))},
-            {"mean_cost", res.mean_cost ? nlohmann::ordered_json(*res.mean_cost)
-                                        : nlohmann::ordered_json(nullptr)},
-            {"trace", opt.trace.empty() ? nlohmann::ordered_json(nullptr)
-                                        : nlohmann::ordered_json(opt.trace)}};
-}
-
-nlohmann::ordered_json policy_json(const policy_result& p, std::size_t window) {
-    nlohmann::ordered_json out = {
-        {"policy", p.name},
-        {"efficiency", p.metrics.efficiency},
-        {"goodput", p.metrics.goodput},
-        {"cv", p.metrics.cv},
-        {"cv_reduction", p.cv_reduction},
-        {"speedup_vs_none", p.speedup_vs_none},
-        {"p99_step_ratio", p.metrics.p99_step_ratio},
-        {"mean_gap_to_lb", p.extras.mean_gap_to_lb
-                               ? nlohmann::ordered_json(*p.extras.mean_gap_to_lb)
-                               : nlohmann::ordered_json(nullptr)},
-        {"max_delay_batches", p.extras.max_delay_batches},
-        {"capped", p.extras.capped},
-        {"peak_batch_tokens", p.peak_batch_tokens},
-        {"over_budget_batches", p.over_budget_batches},
-        {"calibrated", p.extras.calibration.has_value()},
-        {"fitted_cost", fitted_json(p)},
-        {"calibration_error", calibration_error_json(p)}};
-    if (window > 0) out["windows"] = windows_json(p, window);
-    return out;
-}
-
-void print_json(const cli_options& opt, const sim_result& res) {
-    nlohmann::ordered_json out;
-    out["config"] = config_json(opt, res);
-    out["policies"] = nlohmann::ordered_json::array();
-    for (const auto& p : res.policies) out["policies"].push_back(policy_json(p, opt.cfg.window));
-    out["skipped"] = nlohmann::ordered_json::array();
-    for (const auto& s : res.skipped)
-        out["skipped"].push_back({{"policy", s.name}, {"reason", s.reason}});
-    fmt::print("{}\n", out.dump(2));
-}
-
-void print_csv(const sim_result& res) {
-    fmt::print("policy");
-    for (const char* f : metric_fields) fmt::print(",{}", f);
-    fmt::print("\n");
-    for (const auto& p : res.policies) {
-        // Calibrated policies only: the fitted a, b, c and calibration_error; empty otherwise.
-        std::string calibration = ",,,";
-        if (p.extras.calibration) {
-            const auto& f = p.extras.calibration->fitted;
-            const std::optional<double> e = bcl_sim::calibration_error(*p.extras.calibration);
-            calibration = fmt::format("{},{},{},{}", f[0], f[1], f[2],
-                                      e ? fmt::format("{}", *e) : std::string());
-        }
-        fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", p.name, p.metrics.efficiency,
-                   p.metrics.goodput, p.metrics.cv, p.cv_reduction, p.speedup_vs_none,
-                   p.metrics.p99_step_ratio,
-                   p.extras.mean_gap_to_lb ? fmt::format("{}", *p.extras.mean_gap_to_lb) : "",
-                   p.extras.max_delay_batches, p.extras.capped, p.peak_batch_tokens,
-                   p.over_budget_batches, calibration);
-    }
-    for (const auto& s : res.skipped) fmt::print(stderr, "bcl-sim: {}\n", s.reason);
-}
-
-// Prints `text` word-wrapped to 100 columns, later lines indented by two spaces.
-void print_wrapped(std::string_view text) {
-    std::size_t column = 0;
-    while (!text.empty()) {
-        const std::size_t space = text.find(' ');
-        const std::string_view word = text.substr(0, space);
-        text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
-        if (column > 0 && column + 1 + word.size() > 100) {
-            fmt::print("\n  ");
-            column = 2;
-        } else if (column > 0) {
-            fmt::print(" ");
-            ++column;
-        }
-        fmt::print("{}", word);
-        column += word.size();
-    }
-    fmt::print("\n");
-}
-
-void print_table(const cli_options& opt, const sim_result& res) {
-    const sim_config& cfg = opt.cfg;
-    fmt::print("bcl-sim  dist {}", bcl_sim::describe(cfg.dist));
-    if (res.dataset_records) fmt::print(" ({} lengths)", *res.dataset_records);
-    fmt::print(", mean length {:.0f}, p99 length {}\n", res.mean_length, res.p99_length);
-    fmt::print("         cost {} (a + b*L + c*L^2)\n", bcl_sim::describe(cfg.cost));
-    const bcl_sim::cost_schedule truth = cfg.truth();
-    if (cfg.true_cost || truth.drift()) {
-        fmt::print("         true cost {}", bcl_sim::describe(truth.initial()));
-        if (truth.drift())
-            fmt::print(", from step {} {}", truth.drift()->step,
-                       bcl_sim::describe(truth.drift()->model));
-        fmt::print(" (what the ranks spend; the policies estimate with the cost above)\n");
-    }
-    if (cfg.calibrate)
-        fmt::print("         calibrate: tumbling and sliding fit the cost online from batch times "
-                   "with noise sigma {}\n",
-                   cfg.time_noise);
-    fmt::print("         R={} ranks, B={} records per rank per step, K={} lookahead, {} steps, "
-               "seed {}\n",
-               cfg.ranks, cfg.batch, cfg.lookahead, cfg.steps, cfg.seed);
-    if (cfg.cap.kind != bcl::cap_kind::none || cfg.memory_budget > 0.0) {
-        std::string line = "        ";
-        if (cfg.cap.kind == bcl::cap_kind::fixed)
-            line += fmt::format(" cap {} tokens (cost {}), {}", cfg.cap.tokens, res.cap.value,
-                                bcl_sim::describe(res.cap.action));
-        else if (cfg.cap.kind == bcl::cap_kind::quantile && res.prior)
-            line += fmt::format(" cap {} of each rank's costs (after {} records; before, the "
-                                "prior {} = {} tokens, cost {}), {}",
-                                bcl_sim::describe(cfg.cap), bcl::cap_warmup(res.cap),
-                                opt.cap_prior_text, res.prior->tokens, res.prior->cost,
-                                bcl_sim::describe(res.cap.action));
-        else if (cfg.cap.kind == bcl::cap_kind::quantile)
-            line += fmt::format(" cap {} of each rank's costs (after {} records), {}",
-                                bcl_sim::describe(cfg.cap), bcl::cap_warmup(res.cap),
-                                bcl_sim::describe(res.cap.action));
-        if (cfg.memory_budget > 0.0)
-            line += fmt::format("{} memory budget {} tokens per batch",
-                                cfg.cap.kind != bcl::cap_kind::none ? ";" : "", cfg.memory_budget);
-        fmt::print("{}\n", line);
-    }
-    if (cfg.batching == bcl_sim::batch_cost::padded)
-        fmt::print("         batching padded: a rank spends B x its batch's costliest record "
-                   "(mffd: the sum, its bins pack)\n");
-    if (cfg.emission != bcl_sim::emission_order::costliest_first)
-        fmt::print("         emission {}\n", bcl_sim::describe(cfg.emission));
-    fmt::print("\n{:<16}{:>11}{:>9}{:>9}{:>8}{:>8}{:>10}{:>11}{:>7}{:>8}{:>10}{:>9}{:>9}\n",
-               "policy", "efficiency", "goodput", "speedup", "cv", "cv_red", "p99/mean",
-               "gap_to_lb", "delay", "capped", "peak_tok", "over_bud", "time_s");
-    for (const auto& p : res.policies) {
-        const std::string gap =
-            p.extras.mean_gap_to_lb ? fmt::format("{:.2e}", *p.extras.mean_gap_to_lb) : "-";
-        fmt::print("{:<16}{:>11.4f}{:>9.4f}{:>9.3f}{:>8.3f}{:>8.3f}{:>10.3f}{:>11}{:>7}{:>8}"
-                   "{:>10.0f}{:>9}{:>9.2f}\n",
-                   p.name, p.metrics.efficiency, p.metrics.goodput, p.speedup_vs_none, p.metrics.cv,
-                   p.cv_reduction, p.metrics.p99_step_ratio, gap, p.extras.max_delay_batches,
-                   p.extras.capped, p.peak_batch_tokens, p.over_budget_batches, p.seconds);
-    }
-    bool header = false;
-    for (const auto& p : res.policies) {
-        if (p.extras.note.empty()) continue;
-        if (!header) fmt::print("\n");
-        header = true;
-        print_wrapped(fmt::format("{}: {}", p.name, p.extras.note));
-    }
-    if (!res.skipped.empty()) fmt::print("\n");
-    for (const auto& s : res.skipped) print_wrapped(s.reason);
-}
-
-// Long format, one row per (policy, step): the input of scripts/plot_sim.py.
-void write_trace(const std::string& path, const sim_result& res) {
-    std::ofstream out(path);
-    if (!out) throw bcl_sim::input_error(fmt::format("--trace {}: cannot open for writing", path));
-    out << "policy,step,max_cost,mean_cost\n";
-    for (const auto& p : res.policies)
-        for (std::size_t s = 0; s < p.step_max.size(); ++s)
-            out << fmt::format("{},{},{},{}\n", p.name, s, p.step_max[s], p.step_mean[s]);
-    if (!out) throw bcl_sim::input_error(fmt::format("--trace {}: write failed", path));
-}
 
 /// Runs the requested policies one simulate() call at a time, so that the progress line can say
 /// which policy runs and how far it got. The result is what a single call with all of them gives:
@@ -417,6 +118,13 @@ int main(int argc, char** argv) {
     bcl_cli::add_choice(app, "--emission", opt.emission_text,
                         "order in which the bcl policies emit a round's batches",
                         {"costliest_first", "shuffled"});
+    bcl_cli::add_count(app, "--buffer-windows", cfg.buffer_windows,
+                       "sliding: the buffer holds this many windows of K*B records per rank",
+                       std::size_t{1} << 20);
+    bcl_cli::add_count(app, "--max-age", cfg.max_age,
+                       "sliding: a record leaves within this many rounds of entering the buffer, "
+                       "so at most (max_age + 1) * K - 1 batches late",
+                       std::size_t{1} << 20);
     app.add_option("--memory-budget", cfg.memory_budget,
                    "per-batch budget on the sum of lengths (tokens) that the bcl policies must "
                    "meet; 0 for none. Every policy reports over_budget_batches against it")
@@ -472,13 +180,13 @@ int main(int argc, char** argv) {
         if (!opt.policy_text.empty())
             cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
         const sim_result res = simulate_each(cfg, bar);
-        if (!opt.trace.empty()) write_trace(opt.trace, res);
+        if (!opt.trace.empty()) bcl_sim::report::write_trace(opt.trace, res);
         if (opt.format == "json")
-            print_json(opt, res);
+            bcl_sim::report::print_json(opt, res);
         else if (opt.format == "csv")
-            print_csv(res);
+            bcl_sim::report::print_csv(res);
         else
-            print_table(opt, res);
+            bcl_sim::report::print_table(opt, res);
     });
     if (failed) {
         bar.clear();

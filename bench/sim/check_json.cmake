@@ -31,7 +31,7 @@ foreach(_key a b c)
     expect_type("config;cost;${_key}" NUMBER)
 endforeach()
 foreach(_key ranks batch lookahead steps seed bin_tokens bin_tokens_flag oracle_max_ranks
-        memory_budget)
+        memory_budget buffer_windows max_age)
     expect_type("config;${_key}" NUMBER)
 endforeach()
 expect_type("config;format" STRING)
@@ -91,7 +91,7 @@ foreach(_i RANGE ${_last})
     expect_type("policies;${_i};policy" STRING)
     string(JSON _name GET "${_json}" policies ${_i} policy)
     list(APPEND _names ${_name})
-    foreach(_key efficiency goodput cv cv_reduction speedup_vs_none p99_step_ratio
+    foreach(_key efficiency goodput round_bound cv cv_reduction speedup_vs_none p99_step_ratio
             max_delay_batches capped peak_batch_tokens over_budget_batches)
         expect_type("policies;${_i};${_key}" NUMBER)
     endforeach()
@@ -122,6 +122,11 @@ foreach(_i RANGE ${_last})
     string(JSON _eff GET "${_json}" policies ${_i} efficiency)
     if(_eff GREATER 1.0000001 OR _eff LESS_EQUAL 0)
         message(FATAL_ERROR "efficiency of ${_name} out of (0, 1]: ${_eff}")
+    endif()
+    # No policy beats the bound of rearranging its own batches within rounds of K steps.
+    string(JSON _bound GET "${_json}" policies ${_i} round_bound)
+    if(_bound LESS _eff OR _bound GREATER 1.0000001)
+        message(FATAL_ERROR "round_bound of ${_name} is ${_bound}, not in [${_eff}, 1]")
     endif()
     # Goodput is useful cost over what the ranks are held for: efficiency itself when a rank
     # spends its records' costs (packed, and mffd's bins always), below it under padding.

@@ -45,6 +45,13 @@ struct step_metrics {
     double cv = 0.0;
     /// nearest-rank p99 over steps of the max over ranks / mean over (step, rank) of the cost.
     double p99_step_ratio = 1.0;
+    /// The most efficiency any rearrangement of each rank's spend within its rounds (blocks of
+    /// `round_steps` steps from step 0) could reach: the sum over (step, rank) of the cost / R
+    /// over the sum over rounds of the costliest rank's round total (a step waits for its slowest
+    /// rank, so a round's steps take at least as long as the costliest rank's round). For
+    /// tumbling, whose rounds are fixed windows of each rank's stream, this bounds every
+    /// partition and emission order of the same records. 1 without rounds.
+    double round_bound = 1.0;
     double mean_rank_cost = 0.0; ///< mean over (step, rank): the ideal step time
     double mean_step_time = 0.0; ///< mean over steps of the max over ranks
     std::size_t steps = 0;
@@ -53,7 +60,9 @@ struct step_metrics {
 /// Streams per-step rank costs into the metrics; keeps O(steps) memory (for the trace).
 class metrics_accumulator {
 public:
-    explicit metrics_accumulator(std::size_t steps_hint = 0) {
+    /// `round_steps`: the steps of a round for round_bound (0: no rounds).
+    explicit metrics_accumulator(std::size_t steps_hint = 0, std::size_t round_steps = 0)
+        : m_round_steps(round_steps) {
         m_step_max.reserve(steps_hint);
         m_step_mean.reserve(steps_hint);
     }
@@ -77,6 +86,7 @@ public:
         m_step_max.push_back(max);
         m_step_mean.push_back(rank_costs.empty() ? 0.0
                                                  : sum / static_cast<double>(rank_costs.size()));
+        add_to_round(rank_costs);
     }
 
     [[nodiscard]] step_metrics result() const {
@@ -93,6 +103,16 @@ public:
             m.goodput = m_useful.mean() / m.mean_step_time;
             m.p99_step_ratio = nearest_rank(m_step_max, 0.99) / m.mean_rank_cost;
         }
+        // A round cut short by the end of the run counts with what it has: its steps too take at
+        // least as long as its costliest rank's part.
+        const double open_round =
+            m_round_total.empty() ? 0.0
+                                  : *std::max_element(m_round_total.begin(), m_round_total.end());
+        // Never above the sum of step maxima, which it bounds from below; summed in another
+        // order, a run whose steps are already even could otherwise land a rounding error above.
+        const double rounds_time = std::min(m_round_max_sum + open_round, max_sum);
+        if (m_round_steps > 0 && rounds_time > 0.0)
+            m.round_bound = m.mean_rank_cost / (rounds_time / static_cast<double>(m.steps));
         return m;
     }
 
@@ -102,17 +122,33 @@ public:
     [[nodiscard]] const std::vector<double>& step_mean() const noexcept { return m_step_mean; }
 
 private:
-    bcl::running_stats m_all;    // every (step, rank) cost
-    bcl::running_stats m_useful; // every (step, rank) useful cost
+    void add_to_round(std::span<const double> rank_costs) {
+        if (m_round_steps == 0) return;
+        m_round_total.resize(rank_costs.size(), 0.0);
+        for (std::size_t r = 0; r < rank_costs.size(); ++r) m_round_total[r] += rank_costs[r];
+        if (++m_round_filled < m_round_steps) return;
+        m_round_max_sum += *std::max_element(m_round_total.begin(), m_round_total.end());
+        m_round_total.assign(m_round_total.size(), 0.0);
+        m_round_filled = 0;
+    }
+
+    std::size_t m_round_steps;         // steps per round (0: none)
+    std::size_t m_round_filled = 0;    // steps of the open round so far
+    std::vector<double> m_round_total; // each rank's cost in the open round
+    double m_round_max_sum = 0.0;      // over closed rounds, the costliest rank's total
+    bcl::running_stats m_all;          // every (step, rank) cost
+    bcl::running_stats m_useful;       // every (step, rank) useful cost
     std::vector<double> m_step_max;
     std::vector<double> m_step_mean;
 };
 
 /// Metrics of a cost matrix given step-major: costs[s * ranks + r], what rank r spends in step s,
-/// and useful[s * ranks + r], the sum of its records' costs (the same size as costs).
-[[nodiscard]] inline step_metrics
-compute_metrics(std::span<const double> costs, std::span<const double> useful, std::size_t ranks) {
-    metrics_accumulator acc(ranks == 0 ? 0 : costs.size() / ranks);
+/// and useful[s * ranks + r], the sum of its records' costs (the same size as costs); rounds of
+/// `round_steps` steps for round_bound (0: none).
+[[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs,
+                                                  std::span<const double> useful, std::size_t ranks,
+                                                  std::size_t round_steps = 0) {
+    metrics_accumulator acc(ranks == 0 ? 0 : costs.size() / ranks, round_steps);
     for (std::size_t s = 0; ranks != 0 && (s + 1) * ranks <= costs.size(); ++s)
         acc.add_step(costs.subspan(s * ranks, ranks), useful.subspan(s * ranks, ranks));
     return acc.result();
@@ -120,9 +156,9 @@ compute_metrics(std::span<const double> costs, std::span<const double> useful, s
 
 /// Metrics of a cost matrix given step-major: costs[s * ranks + r], packed (every rank spends the
 /// sum of its records' costs, so goodput is efficiency).
-[[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs,
-                                                  std::size_t ranks) {
-    return compute_metrics(costs, costs, ranks);
+[[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs, std::size_t ranks,
+                                                  std::size_t round_steps = 0) {
+    return compute_metrics(costs, costs, ranks, round_steps);
 }
 
 /// 1 - cv/cv_none: the share of the per-rank batch-cost variability a policy removes (0 when the

@@ -49,6 +49,10 @@ struct sim_context {
     /// What a rank spends on a batch (--batching): the sum of its records' costs, or B times its
     /// costliest record's. Every policy is costed so (mffd's packed bins are never padded).
     batch_cost batching = batch_cost::packed;
+    /// The sliding policy's buffer (windows) and delay bound (rounds), bcl's defaults unless
+    /// --buffer-windows and --max-age say otherwise.
+    std::size_t buffer_windows = bcl::options{}.buffer_windows;
+    std::size_t max_age = bcl::options{}.max_age;
     /// --emission, for the bcl policies once the library takes it (see bcl_options()).
     emission_order emission = emission_order::costliest_first;
     /// --cap-prior in cost units: the cap during a quantile cap's warm-up, none for +infinity.

@@ -63,6 +63,10 @@ struct sim_config {
     /// cost of the file's lengths (of the pilot sample for a synthetic distribution).
     std::optional<double> mean_cost;
     bool mean_cost_exact = false;
+    /// --buffer-windows and --max-age: the sliding policy's buffer and delay bound (bcl's
+    /// defaults unless given).
+    std::size_t buffer_windows = bcl::options{}.buffer_windows;
+    std::size_t max_age = bcl::options{}.max_age;
     /// --batching: what a rank spends on a batch, for every policy (mffd's bins stay packed).
     batch_cost batching = batch_cost::packed;
     /// --emission: reported, and the bcl policies' emission order once the library takes it.
@@ -211,7 +215,7 @@ struct policy_result {
                                               std::size_t steps) {
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<policy_runner> runner = entry.make(ctx);
-    metrics_accumulator acc(steps);
+    metrics_accumulator acc(steps, ctx.lookahead);
     std::vector<double> block(ctx.lookahead * ctx.ranks);
     std::vector<double> tokens(ctx.lookahead * ctx.ranks);
     std::vector<double> useful(ctx.lookahead * ctx.ranks);
@@ -347,6 +351,8 @@ inline void validate(const sim_config& cfg) {
     bcl::options opt{.batch_size = cfg.batch, .lookahead = cfg.lookahead};
     opt.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost); // throws for a cap that costs nothing
     opt.memory_budget = cfg.memory_budget;
+    opt.buffer_windows = cfg.buffer_windows;
+    opt.max_age = cfg.max_age;
     validate_options(opt);
     for (const std::string& name : cfg.policies)
         if (!find_policy(name))
@@ -442,6 +448,8 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
         ctx.memory_budget = cfg.memory_budget;
         ctx.batching = cfg.batching;
         ctx.emission = cfg.emission;
+        ctx.buffer_windows = cfg.buffer_windows;
+        ctx.max_age = cfg.max_age;
         if (out.prior) ctx.cap_prior = out.prior->cost;
         ctx.mean_cost = out.mean_cost;
         ctx.truth = cfg.truth();

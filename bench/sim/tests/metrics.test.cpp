@@ -54,3 +54,23 @@ TEST_CASE("sim: p99 uses the nearest rank over steps", "[sim][metrics]") {
     CHECK(m.p99_step_ratio == Approx(198.0 / 100.5));
     CHECK(m.efficiency == Approx(1.0)); // one rank never waits
 }
+
+TEST_CASE("sim: round_bound charges each round its costliest rank's total", "[sim][metrics]") {
+    // Two ranks, rounds of two steps, five steps (the last round cut short):
+    //   step:    0  1 | 2  3 | 4
+    //   rank 0:  4  0 | 1  1 | 2
+    //   rank 1:  0  4 | 3  3 | 0
+    // Step maxima 4, 4, 3, 3, 2 (sum 16); rank costs sum to 18, so efficiency 18 / 2 / 16 =
+    // 0.5625. Round totals: round 0 both ranks 4 (max 4), round 1 ranks 2 and 6 (max 6), the open
+    // round ranks 2 and 0 (max 2): 12, so round_bound = 9 / 12 = 0.75. Round 0's two ranks would
+    // be even if each spread its 4 over both steps; round 1's rank 1 needs 6 whatever the order.
+    const std::vector<double> costs{4, 0, 0, 4, 1, 3, 1, 3, 2, 0};
+    const auto m = bcl_sim::compute_metrics(costs, 2, 2);
+    CHECK(m.efficiency == Approx(0.5625));
+    CHECK(m.round_bound == Approx(0.75));
+    // Without rounds nothing is bounded; one step per round is the efficiency itself.
+    CHECK(bcl_sim::compute_metrics(costs, 2).round_bound == 1.0);
+    CHECK(bcl_sim::compute_metrics(costs, 2, 1).round_bound == Approx(m.efficiency));
+    // Rounds as long as the run: only the ranks' whole totals count (9 against 10).
+    CHECK(bcl_sim::compute_metrics(costs, 2, 5).round_bound == Approx(0.9));
+}

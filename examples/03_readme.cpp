@@ -3,16 +3,16 @@
 // Requires: a lengths file (argv[1]), e.g.
 // bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt. A file it cannot use ends it with
 // one line on stderr (file:line: value) and exit code 2.
+#include "example_samples.hpp"
+
 #include <bcl/bcl.hpp>
 
-#include <charconv>
 #include <cstddef>
 #include <cstdio>
-#include <fstream>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -20,26 +20,15 @@ struct sample {
     std::vector<int> tokens;
 };
 
-// One token count per line: a whole number up to 2^24 (a sample holds its tokens). The records
-// come out shuffled, as a loader's sampler hands out an epoch: a seeded Fisher-Yates over
-// std::mt19937_64, whose output the standard fixes, so the order is the same everywhere.
+// An epoch of records from a lengths file (example_samples.hpp), each holding its tokens, shuffled
+// as a loader's sampler hands them out: a seeded Fisher-Yates over std::mt19937_64, whose output
+// the standard fixes, so the order is the same everywhere.
 std::vector<sample> load_samples(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": cannot open the file");
     std::vector<sample> samples;
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-        std::size_t length = 0;
-        const char* end = line.data() + line.size();
-        const auto [stop, error] = std::from_chars(line.data(), end, length);
-        if (error != std::errc{} || stop != end || length > (std::size_t{1} << 24))
-            throw std::runtime_error(path + ":" + std::to_string(number) + ": '" + line +
-                                     "' is not a token count (a whole number up to 2^24)");
+    for (const std::size_t length : bcl_examples::read_token_counts(path))
         samples.push_back({std::vector<int>(length)});
-    }
-    if (samples.empty()) throw std::runtime_error(path + ": no lengths in the file");
     std::mt19937_64 random(2024);
-    for (std::size_t i = samples.size() - 1; i > 0; --i)
+    for (std::size_t i = samples.size() - 1; i > 0; --i) // never empty: read_token_counts throws
         std::swap(samples[i], samples[random() % (i + 1)]);
     return samples;
 }

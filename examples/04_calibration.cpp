@@ -5,43 +5,22 @@
 // Requires: a lengths file (argv[1]), e.g.
 // bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt. A file it cannot use ends it with
 // one line on stderr (file:line: value) and exit code 2.
+#include "example_samples.hpp"
+
 #include <bcl/bcl.hpp>
 #include <bcl/calibrated_cost.hpp>
 
-#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <span>
 #include <stdexcept>
-#include <string>
-#include <system_error>
 #include <vector>
 
 struct sample {
     std::size_t tokens = 0;
 };
-
-// One token count per line: a whole number up to 2^24.
-std::vector<sample> load_samples(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": cannot open the file");
-    std::vector<sample> samples;
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-        std::size_t length = 0;
-        const char* end = line.data() + line.size();
-        const auto [stop, error] = std::from_chars(line.data(), end, length);
-        if (error != std::errc{} || stop != end || length > (std::size_t{1} << 24))
-            throw std::runtime_error(path + ":" + std::to_string(number) + ": '" + line +
-                                     "' is not a token count (a whole number up to 2^24)");
-        samples.push_back({length});
-    }
-    if (samples.empty()) throw std::runtime_error(path + ": no lengths in the file");
-    return samples;
-}
 
 // The trainer's real compute time for a batch, in seconds: 1 ms per sequence, 2 us per token and
 // an attention term of 1e-9 s per token squared (what the loader does not know).
@@ -59,7 +38,9 @@ int main(int argc, char** argv) try {
         std::fprintf(stderr, "usage: %s LENGTHS_FILE\n", argv[0]);
         return 2;
     }
-    std::vector<sample> samples = load_samples(argv[1]);
+    std::vector<sample> samples; // in file order (example_samples.hpp)
+    for (const std::size_t length : bcl_examples::read_token_counts(argv[1]))
+        samples.push_back({length});
     // clang-format off
     auto cost = bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &sample::tokens); // prior: tokens only
     bcl::options opt{.batch_size = 16, .lookahead = 8};

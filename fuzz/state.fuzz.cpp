@@ -16,9 +16,9 @@
 // The two bytes after the mode say how to restore (see fuzz_bytes).
 
 #include "fuzz_support.hpp"
+#include "state_checks.hpp"
 
 #include <bcl/balancer.hpp>
-#include <bcl/detail/bytes.hpp>
 #include <bcl/detail/snapshot_check.hpp>
 #include <bcl/detail/stats_access.hpp>
 #include <bcl/error.hpp>
@@ -42,16 +42,6 @@ using namespace bcl_fuzz;
 // reserves its whole buffer when it is constructed (documented), so a state of a balancer with
 // millions of buffered records legitimately needs memory for millions of records.
 constexpr std::size_t restore_capacity_limit = std::size_t{1} << 16;
-
-void append_checksum(std::string& bytes) {
-    const std::uint64_t sum = bcl::detail::fnv1a(bytes);
-    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((sum >> (8 * i)) & 0xffU));
-}
-
-void reseal(std::string& bytes) {
-    if (bytes.size() >= 8) bytes.resize(bytes.size() - 8);
-    append_checksum(bytes);
-}
 
 // A valid state of a balancer with estimator type E, driven by the input.
 template <class Estimator>
@@ -164,6 +154,14 @@ void mutate(std::string& bytes, byte_source& in) {
             break;
         }
         }
+        note([&] {
+            constexpr const char* kinds[] = {"byte set",     "integer", "number", "step",
+                                             "truncated at", "insert",  "erase",  "copy"};
+            std::string what =
+                std::string("mutation: ") + kinds[kind % 8] + ", field " + std::to_string(field);
+            if (at + 8 <= bytes.size()) what += " now " + std::to_string(read_u64());
+            return what;
+        });
     }
 }
 
@@ -174,6 +172,7 @@ void mutate_fields(bcl::detail::balancer_snapshot& s, byte_source& in) {
     const std::size_t changes = 1 + in.byte() % 4;
     for (std::size_t c = 0; c < changes; ++c) {
         const std::uint8_t what = in.byte();
+        note([&] { return "field change " + std::to_string(what % 20); });
         switch (what % 20) {
         case 0:
             s.round = pick_u64(in);
@@ -296,64 +295,23 @@ void restore_and_drain(const std::string& bytes, const bcl::detail::balancer_sna
     } catch (const bcl::error&) {
         return;
     }
-    const std::size_t batch_size = snap.opt.batch_size;
-    require(b->buffered() == pending, "a restored balancer holds " + std::to_string(b->buffered()) +
-                                          " records, the state " + std::to_string(pending));
-    std::vector<bool> seen(pending + pushes, false);
-    std::size_t out = 0;
-    bool short_seen = false;
-    const auto take = [&](std::span<rec> batch) {
-        require(!short_seen, "a batch came out after a short one");
-        require(!batch.empty() && batch.size() <= batch_size,
-                "a batch of " + std::to_string(batch.size()) + " records, batch size " +
-                    std::to_string(batch_size));
-        if (batch.size() < batch_size) short_seen = true;
-        for (const rec& r : batch) {
-            require(r.id < seen.size() && !seen[r.id],
-                    "record " + std::to_string(r.id) + " came out twice or was never in");
-            seen[r.id] = true;
-        }
-        out += batch.size();
-    };
-    // Bounded: every pop that returns a batch hands out at least one record.
-    const std::size_t max_pops = pending + pushes + 2;
-    std::size_t pops = 0;
-    const auto pop_all = [&] {
-        while (auto batch = b->pop()) {
-            require(++pops <= max_pops, "pop() keeps returning batches");
-            take(*batch);
-        }
-    };
-    std::size_t pushed = 0;
-    try {
-        pop_all();
-        for (std::size_t i = 0; i < pushes && b->can_push(); ++i) {
-            b->push(rec{pending + i, static_cast<double>((i * 5) % 11), 1.0, 0.0, false});
-            ++pushed;
-            pop_all();
-        }
-        const std::uint64_t dropped_before = b->stats().records_dropped;
-        b->finish();
-        const std::uint64_t dropped = b->stats().records_dropped - dropped_before;
-        pop_all();
-        require(b->buffered() == 0,
-                std::to_string(b->buffered()) + " records left after the drain");
-        require(out + dropped == pending + pushed, std::to_string(out) + " records out and " +
-                                                       std::to_string(dropped) + " dropped, of " +
-                                                       std::to_string(pending) + " restored and " +
-                                                       std::to_string(pushed) + " pushed");
-    } catch (const bcl::error&) {
-        // A restored state may still be refused later (e.g. a memory budget no split meets).
-    }
+    std::vector<std::uint64_t> ids(pending);
+    for (std::size_t i = 0; i < pending; ++i) ids[i] = i;
+    drain_restored(*b, ids, pending, pushes, 0.0, [](std::span<const rec>) {});
 }
 
 void fuzz_bytes(const std::string& bytes, byte_source& in) {
     bcl::detail::balancer_snapshot snap;
     try {
         snap = bcl::detail::snapshot_from_bytes(bytes);
-    } catch (const bcl::error&) {
+    } catch (const bcl::error& e) {
+        note([&] { return std::string("refused: ") + e.what(); });
         return;
     }
+    note([&] {
+        return "read: " + describe(snap.opt) + ", " + std::to_string(snap.pending_records()) +
+               " records pending";
+    });
     if (bcl::buffer_capacity(snap.opt) > restore_capacity_limit) return;
     const std::uint8_t how = in.byte();
     std::size_t pending_given = snap.pending_records();
@@ -374,6 +332,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint8_t mode = in.byte() % 5;
     // How to restore (see fuzz_bytes), read first so any length of state leaves them alone.
     const std::uint8_t restore_choices[2] = {in.byte(), in.byte()};
+    note([&] { return "mode " + std::to_string(mode); });
     // Nothing is caught here: an exception that escapes (anything but a bcl::error, which is
     // caught where it may be thrown) ends in std::terminate at the throw, so the report shows
     // where it came from.
@@ -381,13 +340,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (mode < 2) {
         const std::span<const std::uint8_t> rest = in.rest();
         bytes.assign(reinterpret_cast<const char*>(rest.data()), rest.size());
-        if (mode == 1) append_checksum(bytes);
+        if (mode == 1) reseal(bytes, false);
     } else {
         bool memory = false;
         bcl::options opt = pick_options(in, memory);
         // Huge max_age values are bcl-fuzz-balancer's business; here they would only make
         // every state large.
         if (opt.max_age > 64) opt.max_age = opt.buffer_windows + opt.max_age % 4;
+        note([&] {
+            return "built: " + describe(opt) + (memory ? " (with a memory estimate)" : "");
+        });
         std::optional<std::string> built =
             memory ? build_state<memory_estimator>(opt, in) : build_state<plain_estimator>(opt, in);
         if (!built) return 0;

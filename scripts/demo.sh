@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # Build bcl (Release) and run the simulator on the bundled ShareGPT lengths: 8 ranks, 1000 steps,
 # the run whose numbers the README quotes. Extra flags go to bcl-sim and override these (e.g.
-# --steps 5000, --ranks 32). Ends with a legend of the table's columns and, when /usr/bin/python3
-# has matplotlib, a plot of the step times (scripts/plot_sim.py). BCL_BUILD_DIR picks the build
-# tree (default build/).
+# --steps 5000, --ranks 32). Ends with a legend of the table's rows and columns and, when
+# /usr/bin/python3 has matplotlib, a plot of the step times (scripts/plot_sim.py). BCL_BUILD_DIR
+# picks the build tree (default build/).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build="${BCL_BUILD_DIR:-build}"
 
-bash scripts/setup.sh
+# The format the flags ask bcl-sim for: only its table is followed by the legend below.
+format=table
+for ((i = 1; i <= $#; ++i)); do
+    case "${!i}" in
+    --format=*) format="${!i#--format=}" ;;
+    --format) j=$((i + 1)) && format="${!j:-table}" ;;
+    esac
+done
 
-if [[ -f "$build/CMakeCache.txt" ]]; then
-    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
-else
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
-fi
-cmake --build "$build" -j 2
+# Installing and building report on stderr, so that stdout holds only what bcl-sim prints (and,
+# after a table, its legend): with --format json or csv it stays parsable.
+{
+    bash scripts/setup.sh
+    if [[ -f "$build/CMakeCache.txt" ]]; then
+        cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+    else
+        cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+    fi
+    cmake --build "$build" -j 2
+} >&2
 
 out="$build/demo"
 mkdir -p "$out"
@@ -25,23 +37,21 @@ sim=("$build/bin/bcl-sim" --dist file:bench/workloads/sharegpt_8k_filtered_llama
      --steps 1000 "$@")
 
 # The main job: 8 simulated ranks on real ShareGPT conversation lengths, every policy.
-echo
+if [[ "$format" == table ]]; then echo; fi
 "${sim[@]}" --trace "$out/sim_trace.csv"
 
-format=table
-for ((i = 1; i <= $#; ++i)); do
-    case "${!i}" in
-    --format=*) format="${!i#--format=}" ;;
-    --format) j=$((i + 1)) && format="${!j:-table}" ;;
-    esac
-done
 if [[ "$format" == table ]]; then
     cat <<'EOF'
 
-Columns, one row per policy (none: plain fixed-count batches, the reference the others are
-compared with; tumbling and sliding: bcl, rank-local; oracle: coordinated across ranks):
+Rows, one per policy: none, plain fixed-count batches, the reference the others are compared
+with; length_grouped, mffd and verl_kk, what other trainers do (Hugging Face group_by_length,
+NeMo-RL sequence packing, verl's balance_batch; the last two see every rank's records each step);
+oracle, K steps coordinated across ranks, a reference; tumbling and sliding, bcl, rank-local.
+Columns:
   efficiency  mean rank step cost / mean step time (a step lasts as long as its slowest rank);
               1 means no rank ever waits. Higher is better.
+  goodput     the share of the ranks' time spent on useful work: efficiency itself with packed
+              batches (the default), below it with --batching padded. Higher is better.
   speedup     none's step time / this policy's, on the same records. Higher is better.
   cv          std / mean of a rank's batch cost. Lower is better.
   cv_red      1 - cv / none's cv: the share of none's variability removed. Higher is better.

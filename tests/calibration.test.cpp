@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -452,4 +453,178 @@ TEST_CASE("Times and priors at the edge of the double range never leave the fit 
                 cost, opt,
                 calibrating_balancer::state::from_bytes(saved.to_bytes(), saved.pending)));
         }
+}
+
+namespace {
+
+using fit3 = bcl::detail::cost_fit<3>;
+using vec3 = std::array<double, 3>;
+
+enum class update { ignored, refused, kept };
+
+/// A time added to the fit's numbers the plain way: the whole set copied, the copy updated, and
+/// the copy kept only if every number in it is finite. The rules restated from cost_fit's
+/// documentation: weight 1 / (predicted time)^2 (the time itself while there is no fit), a Huber
+/// factor beyond outlier_threshold typical errors (never below 1%), the typical error following
+/// each time at rate 0.05 (an error counted at most twice the limit), everything faded by
+/// `forgetting` per newer time.
+update copy_update_keep_if_finite(fit3::numbers& n, const bcl::calibration_options& opt,
+                                  const vec3& x, double y) {
+    ++n.observed;
+    double predicted = y;
+    if (n.has_fit) {
+        predicted = 0.0;
+        for (std::size_t j = 0; j < 3; ++j) predicted += n.fitted[j] * x[j];
+    }
+    const double scale = predicted > 0.0 && predicted < HUGE_VAL ? predicted : y;
+    if (!(scale > 0.0)) return update::ignored;
+    double weight = 1.0 / (scale * scale);
+    double error_scale = n.error_scale;
+    bool outlier = false;
+    if (n.has_fit) {
+        const double error = std::abs(y - predicted) / scale;
+        const double limit = opt.outlier_threshold * std::max(n.error_scale, 0.01);
+        outlier = error > limit;
+        if (outlier) weight *= limit / error;
+        error_scale += 0.05 * (std::min(error, 2.0 * limit) - error_scale);
+    }
+    fit3::numbers next = n;
+    bool finite = std::isfinite(weight) && std::isfinite(error_scale);
+    for (std::size_t i = 0; i < 3; ++i) {
+        for (std::size_t j = 0; j < 3; ++j) {
+            double& a = next.normal_matrix[i * 3 + j];
+            a = opt.forgetting * a + weight * x[i] * x[j];
+            finite = finite && std::isfinite(a);
+        }
+        double& b = next.normal_vector[i];
+        b = opt.forgetting * b + weight * y * x[i];
+        finite = finite && std::isfinite(b);
+    }
+    next.effective_count = opt.forgetting * next.effective_count + 1.0;
+    next.error_scale = error_scale;
+    next.downweighted += outlier ? 1 : 0;
+    next.stale = true;
+    if (!finite) return update::refused;
+    n = next;
+    return update::kept;
+}
+
+/// The first number in which two fits differ in any bit, or "" when they are the same.
+std::string first_difference(const fit3::numbers& a, const fit3::numbers& b) {
+    const auto same = [](double u, double v) {
+        return std::bit_cast<std::uint64_t>(u) == std::bit_cast<std::uint64_t>(v);
+    };
+    for (std::size_t i = 0; i < 9; ++i)
+        if (!same(a.normal_matrix[i], b.normal_matrix[i]))
+            return "normal_matrix[" + std::to_string(i) + "]";
+    for (std::size_t i = 0; i < 3; ++i) {
+        if (!same(a.normal_vector[i], b.normal_vector[i]))
+            return "normal_vector[" + std::to_string(i) + "]";
+        if (!same(a.fitted[i], b.fitted[i])) return "fitted[" + std::to_string(i) + "]";
+        if (!same(a.feature_totals[i], b.feature_totals[i]))
+            return "feature_totals[" + std::to_string(i) + "]";
+    }
+    if (!same(a.effective_count, b.effective_count)) return "effective_count";
+    if (!same(a.error_scale, b.error_scale)) return "error_scale";
+    if (a.feature_records != b.feature_records) return "feature_records";
+    if (a.observed != b.observed) return "observed";
+    if (a.downweighted != b.downweighted) return "downweighted";
+    if (a.has_fit != b.has_fit) return "has_fit";
+    if (a.stale != b.stale) return "stale";
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("A time updates the fit bit for bit as copying, updating and keeping the copy only if "
+          "finite would, and a time that would leave a number non-finite changes nothing",
+          "[calibration]") {
+    std::mt19937_64 gen(2718);
+    std::lognormal_distribution<double> length(6.0, 1.0);
+    std::lognormal_distribution<double> noise(0.0, 0.1);
+    std::uniform_real_distribution<double> unit;
+    const auto pick = [&gen](const auto& values) {
+        return values[std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(gen)];
+    };
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    constexpr double largest = std::numeric_limits<double>::max();
+    const std::vector<double> edge_lengths = {1e-300, 1e150, 1e300};
+    const std::vector<double> edge_times = {0.0, 5e-324, 1e-300, 1e300, largest};
+    const std::vector<double> edge_features = {0.0, 5e-324, 1e-300, 1e150, 1e300, largest, inf};
+    const std::vector<double> forgettings = {0.9, 0.99, 1.0};
+    const std::vector<double> prior_weights = {0.0, 0.001, 1.0};
+    const std::vector<double> thresholds = {0.5, 3.0};
+    const std::vector<vec3> priors = {
+        {0.0, 1.0, 0.0}, {1e-3, 2e-6, 1e-9}, {1e-300, 1e-300, 1e100}, {5e-324, 0.0, 0.0}};
+    const model truth{1e-3, 2e-6, 1e-9};
+
+    // Each sequence starts from a fresh fit, so tiny times meet a fit that has none yet (weight
+    // 1 / time^2 overflows) as well as one that has.
+    std::size_t refused_tiny = 0, refused_huge = 0, refused_other = 0, kept = 0, kept_fitted = 0;
+    std::size_t refits = 0;
+    for (int sequence = 0; sequence < 400; ++sequence) {
+        bcl::calibration_options opt;
+        opt.forgetting = pick(forgettings);
+        opt.prior_weight = pick(prior_weights);
+        opt.outlier_threshold = pick(thresholds);
+        const vec3 prior = pick(priors);
+        fit3 fit{opt, prior};
+        fit3::numbers reference = fit.save();
+        for (int step = 0; step < 200; ++step) {
+            INFO("sequence " << sequence << ", step " << step);
+            vec3 x{};
+            for (int r = 0; r < 4; ++r) { // a batch of four records, each counted as pushed
+                double l = std::round(length(gen)) + 1.0;
+                if (unit(gen) < 0.01) l = pick(edge_lengths);
+                const vec3 features{1.0, l, l * l};
+                fit.count_record(features);
+                for (std::size_t j = 0; j < 3; ++j) reference.feature_totals[j] += features[j];
+                ++reference.feature_records;
+                for (std::size_t j = 0; j < 3; ++j) x[j] += features[j];
+            }
+            double y = (truth.a * x[0] + truth.b * x[1] + truth.c * x[2]) * noise(gen);
+            if (unit(gen) < 0.05)
+                x[std::uniform_int_distribution<std::size_t>(0, 2)(gen)] = pick(edge_features);
+            if (unit(gen) < 0.15) y = pick(edge_times);
+
+            const bool had_fit = reference.has_fit;
+            const update what = copy_update_keep_if_finite(reference, opt, x, y);
+            fit.add(x, y);
+            REQUIRE(first_difference(fit.save(), reference) == "");
+            if (what == update::refused) {
+                if (y <= 1e-300)
+                    ++refused_tiny;
+                else if (y >= 1e300)
+                    ++refused_huge;
+                else
+                    ++refused_other;
+            }
+            if (what == update::kept) ++(had_fit ? kept_fitted : kept);
+
+            if (step % 8 == 7) { // a round boundary: both refit the same way
+                fit3 refitted{opt, prior};
+                refitted.restore(reference);
+                vec3 want{-1.0, -1.0, -1.0}, got{-1.0, -1.0, -1.0};
+                const bool reference_applied = refitted.refit(want);
+                reference = refitted.save();
+                REQUIRE(fit.refit(got) == reference_applied);
+                refits += reference_applied ? 1 : 0;
+                for (std::size_t j = 0; j < 3; ++j)
+                    REQUIRE(std::bit_cast<std::uint64_t>(got[j]) ==
+                            std::bit_cast<std::uint64_t>(want[j]));
+                REQUIRE(first_difference(fit.save(), reference) == "");
+            }
+        }
+    }
+    INFO("refused: " << refused_tiny << " tiny times, " << refused_huge << " huge times, "
+                     << refused_other << " others; kept " << kept << " without a fit, "
+                     << kept_fitted << " with one; " << refits << " refits applied");
+    // The sequence reaches every branch: refusals of both kinds of edge times and of huge
+    // features, and kept updates with and without a fit.
+    CHECK(refused_tiny > 0);
+    CHECK(refused_huge > 0);
+    CHECK(refused_other > 0);
+    CHECK(kept > 0);
+    CHECK(kept_fitted > 0);
+    CHECK(refits > 0);
 }

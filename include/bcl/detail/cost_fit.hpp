@@ -152,28 +152,30 @@ public:
             if (outlier) weight *= limit / error;
             error_scale += error_rate * (std::min(error, 2.0 * limit) - error_scale);
         }
-        // The update is worked out aside and kept only if every number stays finite: a time or a
-        // feature sum at the edge of the double range (accepted, as valid input) must not turn
-        // the fit into infinities that no state can hold.
-        numbers next = m_n;
-        const double keep = m_forgetting;
-        bool finite = std::isfinite(weight) && std::isfinite(error_scale);
+        // The update is kept only if every number stays finite: a time or a feature sum at the
+        // edge of the double range (accepted, as valid input) must not turn the fit into
+        // infinities that no state can hold. So every new number is worked out once to check it
+        // and, if all are finite, again (the same expression, so the same bits) to store it:
+        // nothing is copied, and a refused update leaves the fit as it was.
+        if (!std::isfinite(weight) || !std::isfinite(error_scale)) return;
+        for (std::size_t i = 0; i < N; ++i) {
+            for (std::size_t j = 0; j < N; ++j)
+                if (!std::isfinite(faded(m_n.normal_matrix[i * N + j], weight * x[i] * x[j])))
+                    return; // counted as observed, but no evidence the fit can hold
+            if (!std::isfinite(faded(m_n.normal_vector[i], weight * y * x[i]))) return;
+        }
         for (std::size_t i = 0; i < N; ++i) {
             for (std::size_t j = 0; j < N; ++j) {
-                double& a = next.normal_matrix[i * N + j];
-                a = keep * a + weight * x[i] * x[j];
-                finite = finite && std::isfinite(a);
+                double& a = m_n.normal_matrix[i * N + j];
+                a = faded(a, weight * x[i] * x[j]);
             }
-            double& b = next.normal_vector[i];
-            b = keep * b + weight * y * x[i];
-            finite = finite && std::isfinite(b);
+            double& b = m_n.normal_vector[i];
+            b = faded(b, weight * y * x[i]);
         }
-        if (!finite) return; // counted as observed, but no evidence the fit can hold
-        next.effective_count = keep * next.effective_count + 1.0;
-        next.error_scale = error_scale;
-        next.downweighted += outlier ? 1 : 0;
-        next.stale = true;
-        m_n = next;
+        m_n.effective_count = faded(m_n.effective_count, 1.0);
+        m_n.error_scale = error_scale;
+        m_n.downweighted += outlier ? 1 : 0;
+        m_n.stale = true;
     }
 
     /// Refits if times were added since the last refit; returns whether `applied` was set to new
@@ -215,6 +217,11 @@ private:
     static constexpr double error_rate = 0.05;
     // Below 1% relative error a time is never called an outlier: clocks are not that exact.
     static constexpr double min_error_scale = 0.01;
+
+    // A sum of the fit after one more time: the old sum faded, plus the new time's term.
+    [[nodiscard]] double faded(double sum, double term) const noexcept {
+        return m_forgetting * sum + term;
+    }
 
     static double dot(const vec& a, const vec& b) noexcept {
         double s = 0.0;

@@ -133,6 +133,28 @@ TEST_CASE("A quantile cap read at the end of warm-up is the quantile of the warm
     CHECK(cap.current() == Approx(51.0).epsilon(0.01));
 }
 
+TEST_CASE("Only a quantile cap has a warm-up: the other kinds ignore their quantile field, "
+          "whatever it holds",
+          "[outlier-cap]") {
+    // validate() checks the quantile only for a quantile cap, so a none or fixed cap may carry
+    // any value there; resolving a warm-up from it (10 / (1 - 2.0) = -10 records) was undefined.
+    for (const double q : {2.0, 1.0, -1.0, std::nan("")}) {
+        INFO("quantile " << q);
+        const bcl::cap_options none{.kind = bcl::cap_kind::none, .quantile = q};
+        const bcl::cap_options fixed{.kind = bcl::cap_kind::fixed, .value = 4.0, .quantile = q};
+        CHECK(bcl::cap_warmup(none) == 0);
+        CHECK(bcl::cap_warmup(fixed) == 0);
+        outlier_cap uncapped(none);
+        outlier_cap capped(fixed);
+        for (std::size_t i = 0; i < 50; ++i) {
+            CHECK(uncapped.current() == HUGE_VAL);
+            CHECK(capped.current() == 4.0);
+            uncapped.add(rising(i), uncapped.current());
+            capped.add(rising(i), 4.0);
+        }
+    }
+}
+
 TEST_CASE("A quantile cap's default warm-up is ceil(10 / (1 - quantile)) records",
           "[outlier-cap]") {
     // By hand: 10 / 0.1 = 100 for p90, 10 / 0.25 = 40 for p75, 10 / 0.01 = 1000 for p99.

@@ -315,8 +315,12 @@ inline void check_calibration(const calibration_options& c) {
 
 } // namespace detail
 
-/// Records a quantile cap waits for before it applies (cap_options::warmup, resolved).
+/// Records a quantile cap waits for before it applies (cap_options::warmup, resolved); 0 for
+/// the other kinds, which have no warm-up. Their `quantile` is never validated (it does not
+/// matter to them), so it is not read here either: 2.0 or NaN would make the default warm-up
+/// a negative or undefined count.
 [[nodiscard]] inline std::size_t cap_warmup(const cap_options& cap) noexcept {
+    if (cap.kind != cap_kind::quantile) return 0;
     if (cap.warmup != 0) return cap.warmup;
     return static_cast<std::size_t>(std::ceil(10.0 / (1.0 - cap.quantile) - 1e-9));
 }

@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
                         {"packed", "padded"});
     app.add_option("--mean-cost", opt.mean_cost_text,
                    "the mean cost per record the bcl policies aim their batches at: none (each "
-                   "rank's own running mean) | exact (the workload's mean cost, which a loader "
-                   "of a map-style dataset knows) | a cost")
+                   "rank's own running mean) | exact (the workload's mean cost, capped as --cap "
+                   "caps it, which a loader of a map-style dataset knows) | a cost")
         ->capture_default_str();
     bcl_cli::add_choice(app, "--emission", opt.emission_text,
                         "order in which the bcl policies emit a round's batches",

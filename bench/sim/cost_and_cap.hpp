@@ -2,6 +2,7 @@
 // The cost model, the outlier cap (--cap, --cap-action), truncation, and stream_cap.
 
 #include "input.hpp"
+#include "metrics.hpp"
 #include "workload.hpp"
 
 #include <bcl/detail/outlier_cap.hpp>
@@ -212,13 +213,7 @@ resolve_cap_prior(const cap_prior_spec& prior, const cap_spec& cap, const cost_m
     if (prior.what == cap_prior_spec::kind::exact) {
         if (lengths == nullptr || lengths->empty())
             throw input_error("--cap-prior exact: no workload lengths to take the quantile of");
-        std::vector<double> sorted = *lengths;
-        auto rank =
-            static_cast<std::size_t>(std::ceil(cap.quantile * static_cast<double>(sorted.size())));
-        rank = std::clamp<std::size_t>(rank, 1, sorted.size());
-        std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank - 1),
-                         sorted.end());
-        out.tokens = sorted[rank - 1];
+        out.tokens = nearest_rank(*lengths, cap.quantile);
     } else {
         out.tokens = prior.tokens;
     }
@@ -248,6 +243,25 @@ resolve_cap_prior(const cap_prior_spec& prior, const cap_spec& cap, const cost_m
     while (whole > 0.0 && m(whole) > cap) whole -= 1.0;
     while (whole + 1.0 < length && m(whole + 1.0) <= cap) whole += 1.0;
     return std::min(whole, length);
+}
+
+/// The mean cost bcl's estimates have on the workload `lengths` (not empty) under --cap and
+/// --cap-action: each record's cost clipped at the cap, or the cost of its truncated length. The
+/// cap is a fixed cap's cost, or for a quantile cap the cost of the workload's exact quantile,
+/// where each rank's streaming estimate settles. Without a cap, the plain mean cost. This is the
+/// level bcl::options::mean_cost stands for: the running mean it replaces averages capped costs.
+[[nodiscard]] inline double capped_mean_cost(const std::vector<double>& lengths,
+                                             const cost_model& cost, const cap_spec& cap,
+                                             bcl::cap_action action) {
+    double cap_cost = HUGE_VAL;
+    if (cap.kind == bcl::cap_kind::fixed) cap_cost = cost(cap.tokens);
+    if (cap.kind == bcl::cap_kind::quantile) cap_cost = cost(nearest_rank(lengths, cap.quantile));
+    double total = 0.0;
+    for (const double length : lengths)
+        total += action == bcl::cap_action::truncate
+                     ? cost(truncated_length(cost, length, cap_cost))
+                     : std::min(cost(length), cap_cost);
+    return total / static_cast<double>(lengths.size());
 }
 
 /// The truncating cap applied to the baselines' records, so that every policy runs on the same

@@ -60,7 +60,8 @@ struct sim_config {
     cap_prior_spec cap_prior;   ///< --cap-prior (default none): a quantile cap's warm-up cap
     /// --mean-cost: the mean cost per record the sliding rounds aim at (bcl::options::mean_cost).
     /// Empty: each rank's own running mean (bcl's default); `exact` (mean_cost_exact): the mean
-    /// cost of the file's lengths (of the pilot sample for a synthetic distribution).
+    /// cost of the file's lengths (of the pilot sample for a synthetic distribution), capped as
+    /// the run's --cap caps them (capped_mean_cost).
     std::optional<double> mean_cost;
     bool mean_cost_exact = false;
     /// --buffer-windows and --max-age: the sliding policy's buffer and delay bound (bcl's
@@ -375,13 +376,13 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
     cfg.mean_cost = *value;
 }
 
-/// --mean-cost resolved: the mean cost of `lengths` for `exact`, the value given, or nothing.
+/// --mean-cost resolved: for `exact` the mean cost of `lengths` as the balancer estimates it,
+/// under the run's cap (capped_mean_cost), otherwise the value given, or nothing.
 [[nodiscard]] inline std::optional<double> resolve_mean_cost(const sim_config& cfg,
                                                              const std::vector<double>& lengths) {
     if (!cfg.mean_cost_exact) return cfg.mean_cost;
-    double total = 0.0;
-    for (const double length : lengths) total += cfg.cost(length);
-    return lengths.empty() ? 0.0 : total / static_cast<double>(lengths.size());
+    if (lengths.empty()) return 0.0;
+    return capped_mean_cost(lengths, cfg.cost, cfg.cap, cfg.cap_action);
 }
 
 /// Runs every requested policy (none is always simulated: the others are measured against it).

@@ -163,8 +163,10 @@ struct options {
     /// at (B times it per batch); also the yardstick of the heavy batches under costliest-first
     /// emission. Default 0: the mean of every record pushed so far, which each rank estimates
     /// from its own records. A loader that knows its dataset's mean cost up front (a map-style
-    /// dataset) can pass it: every rank then aims at the same level, which lines up their
-    /// batches further (docs/alignment.md).
+    /// dataset) can pass it: every rank then aims at the same level from the first round, which
+    /// lines up their batches further, most over short runs (docs/alignment.md). Under a cap,
+    /// pass the mean of the capped costs, which is what the running mean averages: a level a few
+    /// percent below the costs that arrive keeps heavy records until they are due.
     double mean_cost = 0.0;
     /// Outlier cap (default none); see cap_options.
     cap_options cap{};

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 using Catch::Matchers::Contains;
@@ -258,6 +259,36 @@ TEST_CASE("sim: --cap-prior parses, resolves and needs a quantile cap", "[sim][c
     CHECK_THROWS_WITH(bcl_sim::validate(cfg), Contains("needs a quantile --cap"));
     cfg.cap = bcl_sim::parse_cap("p99");
     CHECK_NOTHROW(bcl_sim::validate(cfg));
+}
+
+TEST_CASE("sim: --mean-cost exact is the workload's mean cost as the run's cap leaves it",
+          "[sim][cap]") {
+    // The lengths 1..100 under cost = L + L^2/100: sum of L is 5050, sum of L^2 is 338350.
+    std::vector<double> lengths;
+    for (int i = 100; i >= 1; --i) lengths.push_back(i);
+    sim_config cfg;
+    cfg.cost = bcl_sim::cost_model{0.0, 1.0, 0.01, {}};
+    bcl_sim::parse_mean_cost("exact", cfg);
+    const auto exact = [&](const char* cap, bcl::cap_action action) {
+        cfg.cap = bcl_sim::parse_cap(cap);
+        cfg.cap_action = action;
+        const std::optional<double> mean = bcl_sim::resolve_mean_cost(cfg, lengths);
+        REQUIRE(mean);
+        return *mean;
+    };
+    // No cap: (5050 + 3383.5) / 100.
+    CHECK(exact("none", bcl::cap_action::clip) == Approx(84.335));
+    // p90: the exact quantile is 90 tokens, costing 171. Lengths 1..90 cost 4095 + 2470.65 (the
+    // sum of L^2 up to 90 is 247065); the ten above cost 171 each, clipped or truncated to 90.
+    CHECK(exact("p90", bcl::cap_action::clip) == Approx(82.7565));
+    CHECK(exact("p90", bcl::cap_action::truncate) == Approx(82.7565));
+    // A fixed cap of 50.5 tokens costs 50.5 + 25.5025 = 76.0025. Lengths 1..50 cost 1275 + 429.25;
+    // clipped, the fifty above cost 76.0025 each; truncated, they keep 50 whole tokens, cost 75.
+    CHECK(exact("50.5", bcl::cap_action::clip) == Approx((1704.25 + 50 * 76.0025) / 100));
+    CHECK(exact("50.5", bcl::cap_action::truncate) == Approx((1704.25 + 50 * 75.0) / 100));
+    // A mean cost given as a number is taken as it is, cap or not.
+    bcl_sim::parse_mean_cost("12.5", cfg);
+    CHECK(bcl_sim::resolve_mean_cost(cfg, lengths) == 12.5);
 }
 
 TEST_CASE("sim: a truncating quantile cap uses the prior during its warm-up", "[sim][cap]") {

@@ -163,8 +163,9 @@ class BalancedBatchSampler:
         memory_budget: largest total memory of one batch (0: no limit); needs ``memory``.
         mean_cost: the long-run mean cost of an index that the sliding rounds aim at (0, the
             default: the mean of the indices seen so far, which each rank estimates from its
-            own). With every index's cost known up front, the dataset's mean cost lines up the
-            ranks' batches further (``costs.mean()`` for a full-dataset array).
+            own, afresh each epoch). With every index's cost known up front, the dataset's mean
+            cost lines up the ranks' batches further (``costs.mean()`` for a full-dataset array;
+            with a fixed cap, the mean of the capped costs).
         emission, batching, buffer_windows, max_age, largest_first: the ``bcl::options``
             fields of the same names, enum values by their C++ names (``"costliest_first"``,
             ``"shuffled"``, ``"packed"``, ``"padded"``).

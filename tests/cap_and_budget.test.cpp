@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 using namespace bcl_test;
@@ -354,4 +356,48 @@ TEST_CASE("Cap and budget options are checked against the estimator and their ra
     REQUIRE_THROWS_WITH(bcl::validate(opt), Catch::Contains("quantile"));
     opt.cap = {.kind = bcl::cap_kind::fixed, .value = 0};
     REQUIRE_THROWS_WITH(bcl::validate(opt), Catch::Contains("cap.value"));
+}
+
+TEST_CASE("Under a memory budget the gap to the lower bound compares a window's packs with their "
+          "own bound, and every state restores",
+          "[budget][resume]") {
+    // Records cost between 1e-200 and 1e-190, and now and then 1e100: far above a mean batch, so
+    // costliest-first emission shapes heavy batches around them, and the lower bound of the rest
+    // of such a window is tiny. Memory is an independent size, tight enough that the budget moves
+    // records in some rounds. Whatever moved, the heaviest pack a gap compares with the bound is
+    // one of the packs the bound covers, so the gap is at most K - 1 (heaviest <= total <= K *
+    // bound), and the statistics stay finite: a state saved at any point restores.
+    auto cost_and_memory = bcl::with_memory(&length_of, [](const seq& s) { return s.aux; });
+    using balancer_t = bcl::balancer<seq, decltype(cost_and_memory)>;
+    std::size_t gaps = 0;
+    for (const bool sliding : {false, true})
+        for (std::uint64_t seed = 0; seed < 24; ++seed) {
+            bcl::options opt{.batch_size = 4, .lookahead = 4, .seed = seed};
+            if (sliding) opt.policy = bcl::lookahead_policy::sliding;
+            opt.memory_budget = 10.0;
+            INFO((sliding ? "sliding" : "tumbling") << " seed " << seed);
+            std::mt19937_64 rng(case_seed(seed + 500));
+            std::uniform_real_distribution<double> unit(0.0, 1.0);
+            balancer_t b{cost_and_memory, opt};
+            const auto restore_copy = [&] {
+                balancer_t::state saved = b.save();
+                const std::string bytes = saved.to_bytes();
+                balancer_t{cost_and_memory, opt,
+                           balancer_t::state::from_bytes(bytes, std::move(saved.pending))};
+            };
+            for (std::uint64_t i = 0; i < 600; ++i) {
+                const double cost =
+                    unit(rng) < 0.03 ? 1e100 : std::pow(10.0, -200 + 10 * unit(rng));
+                b.push(seq{i, cost, 0.5 + 2.0 * unit(rng)});
+                while (auto batch = b.pop()) (void)batch;
+                if (i % 25 == 0) REQUIRE_NOTHROW(restore_copy());
+            }
+            b.finish();
+            while (auto batch = b.pop()) (void)batch;
+            const bcl::running_stats& gap = b.stats().gap_to_lower_bound;
+            gaps += gap.count();
+            CHECK(gap.max() <= static_cast<double>(opt.lookahead - 1) * (1 + 1e-9));
+            REQUIRE_NOTHROW(restore_copy());
+        }
+    CHECK(gaps > 0);
 }

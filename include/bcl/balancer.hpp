@@ -291,8 +291,8 @@ private:
             m_shapes_heavy && full
                 ? m_heavy.targets(static_cast<double>(b) * mean_cost(), m_cap.current())
                 : std::array<double, detail::heavy_slots::slots>{};
-        partition_summary summary = m_partition.run(costs, memory, pack_shape{packs, b},
-                                                    m_options.memory_budget, m_round, heavy);
+        const partition_summary summary = m_partition.run(costs, memory, pack_shape{packs, b},
+                                                          m_options.memory_budget, m_round, heavy);
         const std::uint64_t oldest =
             m_buffer.arrivals()[whole_buffer ? 0 : m_buffer.round_slots()[0]];
         auto delays = m_delays.start(m_stats.batches, packs, oldest, b, m_stats);
@@ -320,11 +320,8 @@ private:
         else
             m_buffer.compact();
         ++m_stats.windows;
-        // A gap to the lower bound of the packed cost: padded batches claim no bound.
-        if (!has_short && packs == m_options.lookahead &&
-            m_options.batching == batch_cost::packed) {
-            if (m_options.memory_budget > 0.0)
-                summary.heaviest = *std::max_element(pack_cost.begin(), pack_cost.end());
+        // A gap to the lower bound of the packed cost, where the partition step claims one.
+        if (!has_short && packs == m_options.lookahead && m_partition.claims_bound()) {
             m_stats.gap_to_lower_bound.add(
                 summary.lower_bound > 0.0
                     ? std::max(0.0, summary.heaviest / summary.lower_bound - 1.0)

@@ -81,7 +81,8 @@ struct statistics {
     /// Per full window of packed batches: (heaviest pack - lower bound) / lower bound, an upper
     /// bound on how far that window's partition is from optimal. Windows with a zero lower bound
     /// count as 0; in a window whose heavy batches were shaped (costliest-first emission), the
-    /// gap of the partition of the rest; padded batches claim no bound.
+    /// gap of the partition of the rest. Padded batches claim no bound, nor does a shaped window
+    /// whose records the memory budget moved (the rest's bound no longer covers its packs).
     running_stats gap_to_lower_bound;
     /// Largest number of batches any record waited beyond the batch it would have been in without
     /// balancing (its arrival position / B); never above max_delay_bound(options).

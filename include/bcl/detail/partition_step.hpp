@@ -55,7 +55,8 @@ public:
     /// Partitions `costs` (and `memory`, when tracked) into `shape`. `budget` > 0 bounds each
     /// pack's memory; `round` names the round in an error; `heavy` holds the targets of the
     /// heavy slots (detail::heavy_slots; 0 for a slot left to the partitioner). Returns the
-    /// partitioner's summary, its heaviest pack recomputed when the budget moved records.
+    /// partitioner's summary, its heaviest pack recomputed when the budget moved records; see
+    /// claims_bound() for whether its lower bound applies to that heaviest pack.
     partition_summary run(std::span<const double> costs, std::span<const double> memory,
                           pack_shape shape, double budget, std::uint64_t round,
                           std::span<const double> heavy = {}) {
@@ -67,6 +68,7 @@ public:
         partition_summary summary = m_padded ? m_cut(costs, shape, pack_of)
                                     : shaped ? shape_heavy(costs, shape, pack_of, heavy)
                                              : m_partitioner(costs, shape, pack_of);
+        m_claims_bound = !m_padded;
         const bool loads_given = summary.pack_loads.size() == shape.packs;
         if (loads_given) m_pack_cost.assign(summary.pack_loads.begin(), summary.pack_loads.end());
         check_and_sum(shape, costs, memory, !loads_given);
@@ -82,6 +84,9 @@ public:
                     throw_over_budget(memory, shape.packs, heaviest, budget, round);
                 check_and_sum(shape, costs, memory, true);
                 summary.heaviest = *std::max_element(m_pack_cost.begin(), m_pack_cost.end());
+                // Shaped, the bound is of the rest's records, which the repair may have mixed
+                // with the heavy slots': no pack is then known to be one the bound covers.
+                m_claims_bound = !shaped;
             } else if (budget > 0.0 && !m_padded) {
                 m_repair.reserve(memory, shape); // so a later round that needs it allocates nothing
             }
@@ -92,6 +97,11 @@ public:
     [[nodiscard]] std::span<const std::uint32_t> pack_of() const noexcept { return m_pack_of; }
     [[nodiscard]] std::span<const double> pack_cost() const noexcept { return m_pack_cost; }
     [[nodiscard]] std::span<const double> pack_memory() const noexcept { return m_pack_memory; }
+    /// Whether the last run()'s summary bounds its heaviest pack: the summary's heaviest pack is
+    /// then one of the packs its lower bound is about, so their ratio is at most the number of
+    /// those packs. False for padded batches, which claim no bound, and for a shaped round whose
+    /// records the memory budget moved.
+    [[nodiscard]] bool claims_bound() const noexcept { return m_claims_bound; }
 
 private:
     // The heavy slots first: pack s takes the costliest item left and B-1 others that bring it
@@ -192,6 +202,7 @@ private:
     Partitioner m_partitioner;
     padded_cut m_cut; // the partition of padded batches
     bool m_padded;
+    bool m_claims_bound = true;
     memory_repair m_repair;
     target_selector m_selector;             // heavy slots: the B-1 items beside the top one
     std::vector<std::uint32_t> m_rest;      // heavy slots: items not yet in a heavy pack

@@ -11,6 +11,7 @@
 #include <bcl/options.hpp>
 #include <bcl/record_model.hpp>
 #include <bcl/statistics.hpp>
+#include <bcl/stream_mean_cost.hpp>
 
 #include <fmt/format.h>
 
@@ -18,7 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -115,6 +116,29 @@ enum class bcl_estimate {
     calibrated, ///< the --cost model as a prior, refitted online from observed batch times
 };
 
+/// The options of rank `rank`'s balancer under a bcl policy: B and K from the run, a seed per rank,
+/// the run's cap, memory budget, batching, emission, mean cost and sliding buffer
+/// (--buffer-windows, --max-age), every other setting at bcl's default. The one place where the
+/// run's settings become the balancers' options (but for --mean-cost epoch, whose mean
+/// bcl_local_runner sets per epoch).
+[[nodiscard]] inline bcl::options bcl_options(const sim_context& ctx, std::size_t rank,
+                                              bcl::lookahead_policy policy) {
+    bcl::options opt{.batch_size = ctx.batch,
+                     .lookahead = ctx.lookahead,
+                     .drop_last = false,
+                     .seed = stream_key(ctx.seed, domain::bcl, rank)};
+    opt.policy = policy;
+    opt.cap = ctx.cap;
+    opt.memory_budget = ctx.memory_budget;
+    opt.batching = ctx.batching;
+    opt.emission = ctx.emission;
+    opt.buffer_windows = ctx.buffer_windows;
+    opt.max_age = ctx.max_age;
+    if (ctx.cap_prior) opt.cap.prior = *ctx.cap_prior;
+    if (ctx.mean_cost) opt.mean_cost = *ctx.mean_cost;
+    return opt;
+}
+
 /// A rank-local bcl policy: one bcl::balancer per rank, no communication. Each step, each rank
 /// pops its next batch, pushing records from its own stream until one is ready, exactly as a
 /// training loop would. The rank's time is the sum of its batch's true costs (a clipped estimate
@@ -123,9 +147,19 @@ enum class bcl_estimate {
 /// budget. A bcl::error from a balancer (a record alone over the memory budget, a round that
 /// cannot be split within it) propagates, prefixed with the policy, rank and step.
 ///
+/// Epochs (ctx.epoch_steps = N > 0): at every step s with s % N == 0 each rank starts a fresh
+/// balancer with the same options, as the samplers do every epoch. It takes only the epoch's N*B
+/// records (stream indices [e*N*B, (e+1)*N*B) for epoch e = s / N), still pushing only until
+/// pop() yields, calls finish() once all of them are pushed and nothing is ready, and drains
+/// them: N full batches. Under ctx.mean_cost_epoch its options::mean_cost is the mean of the
+/// epoch's estimated costs under the cap (bcl::stream_mean_cost), evaluated when the epoch starts.
+/// Without epochs one balancer per rank serves the whole run.
+///
 /// Calibrated (Estimator = calibrated_sim_estimator), each rank then observes the batch's time:
 /// its true cost times its noise factor (time_noise_factor), and the runner tallies how far the
-/// fit in force predicted that batch's true cost (calibration_report).
+/// fit in force predicted that batch's true cost (calibration_report). Each epoch's balancer
+/// starts again from the prior, as a sampler's does when it rebuilds its balancer from the same
+/// estimator.
 template <class Estimator>
 class bcl_local_runner final : public policy_runner {
 public:
@@ -133,33 +167,31 @@ public:
     static constexpr bool calibrating = std::is_same_v<Estimator, calibrated_sim_estimator>;
 
     bcl_local_runner(std::string_view name, const sim_context& ctx, bcl_estimate estimate,
-                     const std::function<bcl::options(std::size_t rank)>& make_options)
-        : m_name(name), m_ctx(ctx), m_estimate(estimate), m_next(ctx.ranks, 0) {
-        m_balancers.reserve(ctx.ranks);
-        for (std::size_t r = 0; r < ctx.ranks; ++r) {
-            if constexpr (calibrating)
-                m_balancers.emplace_back(calibrated_sim_estimator(ctx.cost), make_options(r));
-            else
-                m_balancers.emplace_back(make_sim_estimator(estimate == bcl_estimate::true_cost
-                                                                ? ctx.truth.initial()
-                                                                : ctx.cost),
-                                         make_options(r));
-        }
+                     bcl::lookahead_policy policy)
+        : m_name(name), m_ctx(ctx), m_estimate(estimate), m_policy(policy), m_balancers(ctx.ranks),
+          m_next(ctx.ranks, 0), m_epoch_end(ctx.ranks, std::numeric_limits<std::uint64_t>::max()) {
+        for (std::size_t r = 0; r < ctx.ranks; ++r)
+            m_balancers[r].emplace(make_estimator(), bcl_options(m_ctx, r, m_policy));
     }
 
     void run(std::size_t first, std::size_t count, step_block out) override {
         const std::size_t R = m_ctx.ranks;
         for (std::size_t s = first; s < first + count; ++s)
             for (std::size_t r = 0; r < R; ++r) {
-                balancer_type& bal = m_balancers[r];
                 std::optional<typename balancer_type::batch_type> batch;
                 try {
+                    if (m_ctx.epoch_steps > 0 && s % m_ctx.epoch_steps == 0) start_epoch(r, s);
+                    balancer_type& bal = *m_balancers[r];
                     while (!(batch = bal.pop())) {
+                        if (m_next[r] == m_epoch_end[r]) {
+                            if (bal.finished())
+                                throw std::logic_error("bcl balancer drained an epoch before its "
+                                                       "last step");
+                            bal.finish();
+                            continue;
+                        }
                         const sample x = fetch(m_ctx, r, m_next[r]++);
-                        const double cost = m_estimate == bcl_estimate::true_cost
-                                                ? m_ctx.truth.at(s)(x.length)
-                                                : x.cost;
-                        bal.push(sim_record{x.id, x.length, cost});
+                        bal.push(sim_record{x.id, x.length, estimated_cost(x, s)});
                     }
                 } catch (const bcl::error& e) {
                     throw bcl::error(
@@ -171,28 +203,22 @@ public:
                     out.charge(s - first, r, R, sample{rec.length, rec.cost, rec.id, false});
                     observe(m_ctx, s, r, rec.id);
                 }
-                if constexpr (calibrating) calibrate(bal, *batch, out, s, first, r);
+                if constexpr (calibrating) calibrate(*m_balancers[r], *batch, out, s, first, r);
             }
     }
 
     [[nodiscard]] policy_extras extras() const override {
+        balancer_tally all = m_retired;
+        for (const std::optional<balancer_type>& bal : m_balancers) all.add(bal->stats());
         policy_extras e;
-        double weighted = 0.0;
-        std::uint64_t windows = 0;
-        for (const balancer_type& bal : m_balancers) {
-            const bcl::statistics& st = bal.stats();
-            weighted +=
-                st.gap_to_lower_bound.mean() * static_cast<double>(st.gap_to_lower_bound.count());
-            windows += st.gap_to_lower_bound.count();
-            e.max_delay_batches = std::max(e.max_delay_batches, st.max_delay_batches);
-            e.capped += st.records_capped;
-            e.peak_batch_memory = std::max(e.peak_batch_memory, st.peak_batch_memory);
-        }
-        e.mean_gap_to_lb = windows > 0 ? weighted / static_cast<double>(windows) : 0.0;
+        e.max_delay_batches = all.max_delay_batches;
+        e.capped = all.capped;
+        e.peak_batch_memory = all.peak_batch_memory;
+        e.mean_gap_to_lb = all.windows > 0 ? all.gap_sum / static_cast<double>(all.windows) : 0.0;
         if constexpr (calibrating) {
             calibration_report c = m_report;
-            for (const balancer_type& bal : m_balancers) {
-                const bcl::calibration_summary<3> fit = bal.calibration();
+            for (const std::optional<balancer_type>& bal : m_balancers) {
+                const bcl::calibration_summary<3> fit = bal->calibration();
                 for (std::size_t j = 0; j < 3; ++j)
                     c.fitted[j] += fit.fitted[j] / static_cast<double>(m_balancers.size());
             }
@@ -209,7 +235,70 @@ public:
         return e;
     }
 
+    /// Rank `rank`'s balancer: the one of the epoch under way (for tests, which read its
+    /// settings()).
+    [[nodiscard]] const balancer_type& balancer(std::size_t rank) const {
+        return *m_balancers.at(rank);
+    }
+
 private:
+    // What the balancers' statistics add up to over ranks and epochs.
+    struct balancer_tally {
+        double gap_sum = 0.0; // gap_to_lower_bound summed over windows
+        std::uint64_t windows = 0;
+        std::uint64_t max_delay_batches = 0;
+        std::uint64_t capped = 0;
+        double peak_batch_memory = 0.0;
+
+        void add(const bcl::statistics& st) {
+            gap_sum +=
+                st.gap_to_lower_bound.mean() * static_cast<double>(st.gap_to_lower_bound.count());
+            windows += st.gap_to_lower_bound.count();
+            max_delay_batches = std::max(max_delay_batches, st.max_delay_batches);
+            capped += st.records_capped;
+            peak_batch_memory = std::max(peak_batch_memory, st.peak_batch_memory);
+        }
+    };
+
+    [[nodiscard]] Estimator make_estimator() const {
+        if constexpr (calibrating)
+            return calibrated_sim_estimator(m_ctx.cost);
+        else
+            return make_sim_estimator(m_estimate == bcl_estimate::true_cost ? m_ctx.truth.initial()
+                                                                            : m_ctx.cost);
+    }
+
+    // The cost rank's balancer is given for record x pushed in step s: the --cost model's (also
+    // the calibrated policies' prior), or for sliding_true the true cost in force at s.
+    [[nodiscard]] double estimated_cost(const sample& x, std::size_t s) const {
+        return m_estimate == bcl_estimate::true_cost ? m_ctx.truth.at(s)(x.length) : x.cost;
+    }
+
+    // Step s starts an epoch: rank r's balancer of the previous epoch, which has handed out all
+    // of its N*B records, gives way to a fresh one for stream indices [e*N*B, (e+1)*N*B).
+    void start_epoch(std::size_t r, std::size_t s) {
+        const std::uint64_t records = std::uint64_t{m_ctx.epoch_steps} * m_ctx.batch;
+        const std::uint64_t begin = s / m_ctx.epoch_steps * records;
+        if (s > 0) {
+            if (m_next[r] != begin || m_balancers[r]->buffered() != 0)
+                throw std::logic_error(fmt::format("bcl balancer of rank {} ended an epoch at "
+                                                   "step {} holding records",
+                                                   r, s));
+            m_retired.add(m_balancers[r]->stats());
+        }
+        m_epoch_end[r] = begin + records;
+        bcl::options opt = bcl_options(m_ctx, r, m_policy);
+        if (m_ctx.mean_cost_epoch) {
+            // A sampler draws its epoch's indices up front, so it knows their costs: evaluated
+            // here, at the epoch's first step, under the estimate the balancer will be given.
+            m_epoch_costs.clear();
+            for (std::uint64_t i = begin; i < begin + records; ++i)
+                m_epoch_costs.push_back(estimated_cost(fetch(m_ctx, r, i), s));
+            opt.mean_cost = bcl::stream_mean_cost(m_epoch_costs, opt.cap);
+        }
+        m_balancers[r].emplace(make_estimator(), opt);
+    }
+
     // The rank has just been charged for `batch` in step s: its true cost is what the block
     // holds. Tallies the fit's prediction of it, then observes the noisy time.
     void calibrate(balancer_type& bal, const typename balancer_type::batch_type& batch,
@@ -231,50 +320,34 @@ private:
             m_report.step_squared_error[s] += relative * relative;
             ++m_report.step_batches[s];
         }
+        // The balancer counts its own batches, from 0 every epoch; the noise is keyed by the
+        // rank's batch of the run, which is the step (one batch per rank per step).
         const std::uint64_t index = bal.stats().batches - 1; // the batch just popped
-        bal.observe(index, true_cost * time_noise_factor(m_ctx.seed, r, index, m_ctx.time_noise));
+        bal.observe(index, true_cost * time_noise_factor(m_ctx.seed, r, s, m_ctx.time_noise));
     }
 
     std::string m_name;
     sim_context m_ctx;
     bcl_estimate m_estimate;
-    std::vector<balancer_type> m_balancers;
-    std::vector<std::uint64_t> m_next; // next stream index per rank
-    calibration_report m_report;       // calibrated runs only
+    bcl::lookahead_policy m_policy;
+    // Optional so that an epoch can build its rank's balancer afresh; always engaged.
+    std::vector<std::optional<balancer_type>> m_balancers;
+    std::vector<std::uint64_t> m_next;      // next stream index per rank
+    std::vector<std::uint64_t> m_epoch_end; // per rank: the first index past its epoch
+    balancer_tally m_retired;               // the balancers of epochs that have ended
+    std::vector<double> m_epoch_costs;      // the epoch's estimated costs (--mean-cost epoch)
+    calibration_report m_report;            // calibrated runs only
 };
-
-/// The options of rank `rank`'s balancer under a bcl policy: B and K from the run, a seed per rank,
-/// the run's cap, memory budget, batching, emission, mean cost and sliding buffer
-/// (--buffer-windows, --max-age), every other setting at bcl's default. The one place where the
-/// run's settings become the balancers' options.
-[[nodiscard]] inline bcl::options bcl_options(const sim_context& ctx, std::size_t rank,
-                                              bcl::lookahead_policy policy) {
-    bcl::options opt{.batch_size = ctx.batch,
-                     .lookahead = ctx.lookahead,
-                     .drop_last = false,
-                     .seed = stream_key(ctx.seed, domain::bcl, rank)};
-    opt.policy = policy;
-    opt.cap = ctx.cap;
-    opt.memory_budget = ctx.memory_budget;
-    opt.batching = ctx.batching;
-    opt.emission = ctx.emission;
-    opt.buffer_windows = ctx.buffer_windows;
-    opt.max_age = ctx.max_age;
-    if (ctx.cap_prior) opt.cap.prior = *ctx.cap_prior;
-    if (ctx.mean_cost) opt.mean_cost = *ctx.mean_cost;
-    return opt;
-}
 
 /// tumbling or sliding: estimating with --cost, or calibrating from it under --calibrate.
 template <bcl::lookahead_policy Policy>
 [[nodiscard]] std::unique_ptr<policy_runner> make_bcl_runner(const sim_context& ctx) {
     const std::string_view name = Policy == bcl::lookahead_policy::sliding ? "sliding" : "tumbling";
-    const auto options = [&ctx](std::size_t rank) { return bcl_options(ctx, rank, Policy); };
     if (ctx.calibrate)
         return std::make_unique<bcl_local_runner<calibrated_sim_estimator>>(
-            name, ctx, bcl_estimate::calibrated, options);
+            name, ctx, bcl_estimate::calibrated, Policy);
     return std::make_unique<bcl_local_runner<sim_estimator>>(name, ctx, bcl_estimate::given,
-                                                             options);
+                                                             Policy);
 }
 
 /// sliding_true: sliding that estimates with the true cost in force (never calibrated), the
@@ -282,9 +355,7 @@ template <bcl::lookahead_policy Policy>
 [[nodiscard]] inline std::unique_ptr<policy_runner>
 make_sliding_true_runner(const sim_context& ctx) {
     return std::make_unique<bcl_local_runner<sim_estimator>>(
-        "sliding_true", ctx, bcl_estimate::true_cost, [&ctx](std::size_t rank) {
-            return bcl_options(ctx, rank, bcl::lookahead_policy::sliding);
-        });
+        "sliding_true", ctx, bcl_estimate::true_cost, bcl::lookahead_policy::sliding);
 }
 
 } // namespace bcl_sim

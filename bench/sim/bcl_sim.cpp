@@ -113,8 +113,20 @@ int main(int argc, char** argv) {
     app.add_option("--mean-cost", opt.mean_cost_text,
                    "the mean cost per record the bcl policies aim their batches at: none (each "
                    "rank's own running mean) | exact (the workload's mean cost, capped as --cap "
-                   "caps it, which a loader of a map-style dataset knows) | a cost")
+                   "caps it, which a loader of a map-style dataset knows) | epoch (with "
+                   "--epoch-steps: each epoch's balancer gets the mean of its own epoch's costs, "
+                   "capped as --cap caps them, bcl::stream_mean_cost, which a sampler that draws "
+                   "its epoch up front knows and passes) | a cost")
         ->capture_default_str();
+    bcl_cli::add_count(app, "--epoch-steps", cfg.epoch_steps,
+                       "N > 0: the bcl policies (tumbling, sliding, sliding_true, calibrated) "
+                       "start a fresh balancer on each rank every N steps, as the PyTorch and "
+                       "libtorch samplers do every epoch: it takes exactly that epoch's N*B "
+                       "records of the rank's stream, then finish(), and drains them. 0: one "
+                       "balancer per rank for the whole run. The other policies run as without "
+                       "epochs: they work within a step, a few steps, or the file's own epochs, "
+                       "so leaving their stream uncut flatters them, never bcl",
+                       bcl_cli::max_steps);
     bcl_cli::add_choice(app, "--emission", opt.emission_text,
                         "order in which the bcl policies emit a round's batches",
                         {"costliest_first", "shuffled"});

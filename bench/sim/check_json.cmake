@@ -1,7 +1,8 @@
 # Runs bcl-sim --format json and checks the output against the documented schema:
 #   {"config": {...every input...}, "policies": [{"policy": ..., metrics...}, ...], "skipped": [...]}
 #   cmake -DBCL_SIM=path/to/bcl-sim -DARGS="a|b|c" [-DEXPECT_SKIPPED=name] [-DEXPECT_BATCHING=padded]
-#         [-DEXPECT_EMISSION=shuffled] [-DEXPECT_PRIOR=spec] -P check_json.cmake
+#         [-DEXPECT_EMISSION=shuffled] [-DEXPECT_PRIOR=spec] [-DEXPECT_EPOCH_STEPS=n]
+#         [-DEXPECT_MEAN_COST=epoch] -P check_json.cmake
 cmake_minimum_required(VERSION 3.23)
 string(REPLACE "|" ";" _args "${ARGS}")
 execute_process(COMMAND ${BCL_SIM} ${_args}
@@ -31,9 +32,26 @@ foreach(_key a b c)
     expect_type("config;cost;${_key}" NUMBER)
 endforeach()
 foreach(_key ranks batch lookahead steps seed bin_tokens bin_tokens_flag oracle_max_ranks
-        memory_budget buffer_windows max_age)
+        memory_budget buffer_windows max_age epoch_steps)
     expect_type("config;${_key}" NUMBER)
 endforeach()
+# Epochs: epoch_steps 0 without them; mean_cost a cost, null, or "epoch" (each epoch's own).
+string(JSON _epoch_steps GET "${_json}" config epoch_steps)
+if(NOT DEFINED EXPECT_EPOCH_STEPS)
+    set(EXPECT_EPOCH_STEPS 0)
+endif()
+if(NOT _epoch_steps EQUAL EXPECT_EPOCH_STEPS)
+    message(FATAL_ERROR "config epoch_steps is ${_epoch_steps}, expected ${EXPECT_EPOCH_STEPS}")
+endif()
+if(DEFINED EXPECT_MEAN_COST)
+    expect_type("config;mean_cost" STRING)
+    string(JSON _mean_cost GET "${_json}" config mean_cost)
+    if(NOT _mean_cost STREQUAL EXPECT_MEAN_COST)
+        message(FATAL_ERROR "config mean_cost is ${_mean_cost}, expected ${EXPECT_MEAN_COST}")
+    endif()
+else()
+    expect_type("config;mean_cost" "NUMBER|NULL")
+endif()
 expect_type("config;format" STRING)
 expect_type("config;batching" STRING)
 expect_type("config;emission" STRING)

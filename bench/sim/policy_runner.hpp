@@ -60,6 +60,15 @@ struct sim_context {
     std::optional<double> cap_prior;
     /// --mean-cost in cost units (bcl::options::mean_cost), none for each rank's running mean.
     std::optional<double> mean_cost;
+    /// --epoch-steps: the bcl policies start a fresh balancer on each rank every this many steps,
+    /// which takes exactly epoch_steps * B records of the rank's stream and drains them (what the
+    /// samplers do every epoch). 0: one balancer per rank for the whole run. The other policies
+    /// ignore it.
+    std::size_t epoch_steps = 0;
+    /// --mean-cost epoch (needs epoch_steps > 0): each epoch's balancer gets as
+    /// bcl::options::mean_cost the mean of its epoch's estimated costs under `cap`
+    /// (bcl::stream_mean_cost), overriding `mean_cost`.
+    bool mean_cost_epoch = false;
     /// What the ranks truly spend, per step (--true-cost, --drift); every policy estimates with
     /// `cost`, but every metric is computed on this (run_policy hands it to the step_block).
     cost_schedule truth;

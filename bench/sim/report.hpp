@@ -159,8 +159,10 @@ inline nlohmann::ordered_json config_json(const cli_options& opt, const sim_resu
             {"emission", std::string(bcl_sim::describe(cfg.emission))},
             {"buffer_windows", cfg.buffer_windows},
             {"max_age", cfg.max_age},
-            {"mean_cost", res.mean_cost ? nlohmann::ordered_json(*res.mean_cost)
-                                        : nlohmann::ordered_json(nullptr)},
+            {"mean_cost", cfg.mean_cost_epoch ? nlohmann::ordered_json("epoch")
+                          : res.mean_cost     ? nlohmann::ordered_json(*res.mean_cost)
+                                              : nlohmann::ordered_json(nullptr)},
+            {"epoch_steps", cfg.epoch_steps},
             {"trace", opt.trace.empty() ? nlohmann::ordered_json(nullptr)
                                         : nlohmann::ordered_json(opt.trace)}};
 }
@@ -289,6 +291,11 @@ inline void print_table(const cli_options& opt, const sim_result& res) {
                    "(mffd: the sum, its bins pack)\n");
     if (cfg.emission != bcl_sim::emission_order::costliest_first)
         fmt::print("         emission {}\n", bcl_sim::describe(cfg.emission));
+    if (cfg.epoch_steps > 0)
+        fmt::print("         epochs of {} steps: the bcl policies start a balancer per rank every "
+                   "epoch, on its {} records{}\n",
+                   cfg.epoch_steps, cfg.epoch_steps * cfg.batch,
+                   cfg.mean_cost_epoch ? ", aiming at their own mean cost" : "");
     if (cfg.buffer_windows != bcl::options{}.buffer_windows ||
         cfg.max_age != bcl::options{}.max_age)
         fmt::print("         sliding buffer {} windows, max_age {} (a record at most {} batches "

@@ -62,8 +62,15 @@ struct sim_config {
     /// Empty: each rank's own running mean (bcl's default); `exact` (mean_cost_exact): the mean
     /// cost of the file's lengths (of the pilot sample for a synthetic distribution), capped as
     /// the run's --cap caps them (capped_mean_cost).
+    /// `epoch` (mean_cost_epoch, needs epoch_steps > 0): each epoch's balancers get the mean of
+    /// their epoch's estimated costs, capped (bcl::stream_mean_cost), as the samplers pass it.
     std::optional<double> mean_cost;
     bool mean_cost_exact = false;
+    bool mean_cost_epoch = false;
+    /// --epoch-steps: 0, one balancer per rank for the whole run; N > 0, the bcl policies start a
+    /// fresh balancer every N steps holding exactly that epoch's N*B records of the rank's stream
+    /// (see bcl_local_runner). The other policies ignore it.
+    std::size_t epoch_steps = 0;
     /// --buffer-windows and --max-age: the sliding policy's buffer and delay bound (bcl's
     /// defaults unless given).
     std::size_t buffer_windows = bcl::options{}.buffer_windows;
@@ -278,7 +285,8 @@ struct sim_result {
     bcl::cap_options cap;     ///< the cap every policy ran with, in cost units
     /// --cap-prior resolved (its length and cost), nothing without one.
     std::optional<cap_prior> prior;
-    /// --mean-cost resolved, in cost units; nothing for each rank's own running mean.
+    /// --mean-cost resolved, in cost units; nothing for each rank's own running mean, and for
+    /// `epoch` (each epoch's balancers get their epoch's own).
     std::optional<double> mean_cost;
     std::vector<policy_result> policies;
     std::vector<skipped_policy> skipped;
@@ -345,6 +353,17 @@ inline void validate(const sim_config& cfg) {
     if (cfg.window > cfg.steps)
         throw input_error(
             fmt::format("--window {}: more than the run's {} steps", cfg.window, cfg.steps));
+    if (cfg.epoch_steps > (std::uint64_t{1} << 30) / cfg.batch)
+        throw input_error(fmt::format("--epoch-steps {}: --epoch-steps * --batch must be at most "
+                                      "2^30 records per rank per epoch",
+                                      cfg.epoch_steps));
+    if (cfg.mean_cost_epoch && cfg.epoch_steps == 0)
+        throw input_error("--mean-cost epoch: the mean of each epoch's costs needs epochs; give "
+                          "--epoch-steps N > 0 (the bcl policies then start a balancer every N "
+                          "steps)");
+    if (cfg.mean_cost_epoch && (cfg.mean_cost_exact || cfg.mean_cost))
+        throw input_error("--mean-cost: epoch is one choice, not to be combined with exact or a "
+                          "cost");
     if (cfg.calibrate && cfg.cost.a == 0.0 && cfg.cost.b == 0.0 && cfg.cost.c == 0.0)
         throw input_error(fmt::format("--calibrate: the prior --cost {} is 0 for every record; "
                                       "calibration rescales it, so it must cost something",
@@ -361,18 +380,25 @@ inline void validate(const sim_config& cfg) {
                                           name, policy_names()));
 }
 
-/// Parses a --mean-cost value into `cfg`: `none`, `exact`, or a cost >= 0. Throws input_error.
+/// Parses a --mean-cost value into `cfg`: `none`, `exact`, `epoch`, or a cost > 0. Throws
+/// input_error.
 inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
     cfg.mean_cost.reset();
     cfg.mean_cost_exact = false;
+    cfg.mean_cost_epoch = false;
     if (text == "none") return;
     if (text == "exact") {
         cfg.mean_cost_exact = true;
         return;
     }
+    if (text == "epoch") {
+        cfg.mean_cost_epoch = true;
+        return;
+    }
     const std::optional<double> value = detail::parse_number(text);
     if (!value || !(*value > 0.0) || !std::isfinite(*value))
-        throw input_error(fmt::format("--mean-cost {}: expected none, exact, or a cost > 0", text));
+        throw input_error(
+            fmt::format("--mean-cost {}: expected none, exact, epoch, or a cost > 0", text));
     cfg.mean_cost = *value;
 }
 
@@ -453,6 +479,8 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
         ctx.max_age = cfg.max_age;
         if (out.prior) ctx.cap_prior = out.prior->cost;
         ctx.mean_cost = out.mean_cost;
+        ctx.epoch_steps = cfg.epoch_steps;
+        ctx.mean_cost_epoch = cfg.mean_cost_epoch;
         ctx.truth = cfg.truth();
         ctx.calibrate = cfg.calibrate;
         ctx.time_noise = cfg.time_noise;

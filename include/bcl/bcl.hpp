@@ -15,4 +15,5 @@
 #include <bcl/partition/partitioner.hpp>
 #include <bcl/record_model.hpp>
 #include <bcl/statistics.hpp>
+#include <bcl/stream_mean_cost.hpp>
 #include <bcl/version.hpp>

@@ -5,6 +5,7 @@
 // becomes the Python exception bcl.Error (a ValueError) with the library's message.
 
 #include <bcl/bcl.hpp>
+#include <bcl/detail/number_text.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -99,6 +100,27 @@ public:
             if (m_has_memory) m_memory[at] = memory->data()[i];
             m_known[at] = 1;
         }
+    }
+
+    /// The level a balancer over the epoch `indices` aims its sliding rounds at: the mean of
+    /// their costs as `cap` clips them (bcl::stream_mean_cost). bcl::error for an index without
+    /// a cost, or a cost the balancer would refuse (naming the dataset index).
+    [[nodiscard]] double mean_cost(const index_array& indices, const bcl::cap_options& cap) const {
+        const std::int64_t* in = indices.data();
+        const auto n = static_cast<std::size_t>(indices.size());
+        std::vector<double> costs(n);
+        for (std::size_t i = 0; i < n; ++i) costs[i] = cost(in[i]);
+        // Checked here, before any index of the epoch is pushed, so the message names the record
+        // as a push would.
+        for (std::size_t i = 0; i < n; ++i)
+            if (!(costs[i] >= 0.0 && costs[i] <= bcl::max_estimate))
+                throw bcl::error("bcl.BalancedBatchSampler: record " + std::to_string(i) +
+                                 " of the epoch has cost estimate " +
+                                 bcl::detail::number_text(costs[i]) +
+                                 "; it must be >= 0 and at most bcl::max_estimate (" +
+                                 bcl::detail::number_text(bcl::max_estimate) + ") (dataset index " +
+                                 std::to_string(in[i]) + "; found when the epoch started)");
+        return bcl::stream_mean_cost(costs, cap);
     }
 
     /// Cost of dataset index `index`; bcl::error if the table has none.
@@ -339,6 +361,13 @@ PYBIND11_MODULE(_core, m) {
         .def_readwrite("largest_first", &bcl::options::largest_first);
     m.def("validate", &bcl::validate, py::arg("options"),
           "Raises bcl.Error naming the first invalid option.");
+    m.def(
+        "with_mean_cost",
+        [](bcl::options opt, double mean_cost) {
+            opt.mean_cost = mean_cost;
+            return opt;
+        },
+        py::arg("options"), py::arg("mean_cost"), "A copy of `options` with this mean_cost.");
     m.def("buffer_capacity", &bcl::buffer_capacity, py::arg("options"));
     m.def("max_delay_bound", &bcl::max_delay_bound, py::arg("options"));
 
@@ -350,7 +379,8 @@ PYBIND11_MODULE(_core, m) {
         .def("__len__", &cost_table::size)
         .def("missing", &cost_table::missing, py::arg("indices"))
         .def("assign", &cost_table::assign, py::arg("indices"), py::arg("cost"),
-             py::arg("memory") = py::none());
+             py::arg("memory") = py::none())
+        .def("mean_cost", &cost_table::mean_cost, py::arg("indices"), py::arg("cap"));
 
     define_epoch<index_cost>(m, "epoch");
     define_epoch<index_cost_memory>(m, "memory_epoch");

@@ -2,6 +2,7 @@
 what was wrong, never a crash or a wrong batch."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -60,20 +61,28 @@ def test_bad_options_name_the_option(options, words):
 
 
 @pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf, 1e121])
-def test_a_bad_cost_names_the_record_position_the_value_and_the_dataset_index(bad):
+@pytest.mark.parametrize("mean_cost", [0.0, 1.0])
+def test_a_bad_cost_names_the_record_position_the_value_and_the_dataset_index(bad, mean_cost):
     costs = np.ones(40)
     costs[17] = bad
     order = list(range(40))[::-1]  # index 17 is the 23rd record pushed (position 22)
     with pytest.raises(bcl.Error) as e:
-        list(bcl.BalancedBatchSampler(order, costs, 4))
+        list(bcl.BalancedBatchSampler(order, costs, 4, mean_cost=mean_cost))
     message = str(e.value)
-    assert "record 22 has cost estimate" in message
-    assert "(dataset index 17)" in message
+    # With each epoch's own mean cost (mean_cost=0) the epoch's costs are read when it starts,
+    # so the error comes before its first batch; a fixed mean_cost finds it at the push.
+    assert re.search(r"record 22 (of the epoch )?has cost estimate", message)
+    assert "(dataset index 17" in message
 
 
-def test_a_bad_cost_from_a_callable_is_the_same_error():
-    with pytest.raises(bcl.Error, match=r"record 3 has cost estimate -2.*dataset index 3"):
-        list(bcl.BalancedBatchSampler(range(10), lambda i: -2.0 if i == 3 else 1.0, 2))
+@pytest.mark.parametrize("mean_cost", [0.0, 1.0])
+def test_a_bad_cost_from_a_callable_is_the_same_error(mean_cost):
+    with pytest.raises(bcl.Error, match=r"record 3 .*cost estimate -2.*dataset index 3"):
+        list(
+            bcl.BalancedBatchSampler(
+                range(10), lambda i: -2.0 if i == 3 else 1.0, 2, mean_cost=mean_cost
+            )
+        )
 
 
 def test_a_bad_memory_estimate_is_an_error():
@@ -133,7 +142,10 @@ def test_every_index_before_a_bad_cost_was_emitted_or_is_still_buffered(n, bad, 
     bad = bad % n
     costs = sequence_costs(n)
     costs[bad] = -1.0
-    sampler = bcl.BalancedBatchSampler(range(n), costs, 2, lookahead=2, policy=policy)
+    # A fixed mean_cost: the bad cost is found when it is pushed, after earlier batches.
+    sampler = bcl.BalancedBatchSampler(
+        range(n), costs, 2, lookahead=2, policy=policy, mean_cost=1000.0
+    )
     emitted = []
     with pytest.raises(bcl.Error, match=f"dataset index {bad}"):
         for batch in sampler:
@@ -142,3 +154,20 @@ def test_every_index_before_a_bad_cost_was_emitted_or_is_still_buffered(n, bad, 
     # exactly the indices before the bad one.
     pending = sampler.state_dict()["pending"]
     assert sorted(emitted + pending) == list(range(bad))
+
+
+@given(st.integers(1, 50), st.integers(0, 49), st.sampled_from(["sliding", "tumbling"]))
+def test_with_each_epochs_own_mean_a_bad_cost_stops_the_epoch_before_its_first_batch(
+    n, bad, policy
+):
+    bad = bad % n
+    costs = sequence_costs(n)
+    costs[bad] = -1.0
+    sampler = bcl.BalancedBatchSampler(range(n), costs, 2, lookahead=2, policy=policy)
+    emitted = []
+    with pytest.raises(bcl.Error, match=f"dataset index {bad}; found when the epoch started"):
+        for batch in sampler:
+            emitted += batch
+    assert emitted == []
+    # Nothing of the epoch was taken: the state is that of a sampler between epochs.
+    assert sampler.state_dict()["running"] is False

@@ -1,5 +1,6 @@
 // bcl::torch::balanced_sampler: the README's contract through libtorch's data loader, epochs,
-// exact resume through libtorch archives, and bad input as clear errors.
+// each epoch's balancer at the epoch's own mean cost, exact resume through libtorch archives (of
+// this format and the one before), and bad input as clear errors.
 
 #include <bcl/bcl.hpp>
 #include <bcl/torch/balanced_sampler.hpp>
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -83,6 +86,140 @@ index_batch plain_share(std::size_t n, std::size_t ranks, std::size_t rank, std:
     plain.set_epoch(epoch);
     plain.reset();
     return sorted_concat(drain(plain, 1000));
+}
+
+// The indices rank `rank` of `ranks` gets from libtorch's distributed sampler in an epoch, in
+// the order it hands them out: what the balanced sampler pushes into its balancer.
+index_batch inner_order(std::size_t n, std::size_t ranks, std::size_t rank, std::size_t epoch) {
+    DistributedRandomSampler plain(n, ranks, rank);
+    plain.set_epoch(epoch);
+    plain.reset();
+    index_batch all;
+    for (const index_batch& b : drain(plain, 1000)) all.insert(all.end(), b.begin(), b.end());
+    return all;
+}
+
+// The batches one bcl::balancer with `opt` makes of `indices`, pushed in this order: what the
+// sampler must hand out of an epoch it runs through a balancer with these options.
+template <class Cost>
+std::vector<index_batch> direct_batches(const index_batch& indices, const Cost& cost,
+                                        const bcl::options& opt) {
+    bcl::balancer<std::size_t, Cost> b(cost, opt);
+    std::vector<index_batch> out;
+    const auto take = [&] {
+        while (const auto batch = b.pop()) out.emplace_back(batch->begin(), batch->end());
+    };
+    for (const std::size_t i : indices) {
+        if (!b.can_push()) take();
+        b.push(std::size_t{i});
+    }
+    b.finish();
+    take();
+    return out;
+}
+
+std::vector<double> costs_of(const index_batch& indices, const length_cost_type& cost) {
+    std::vector<double> costs;
+    for (const std::size_t i : indices) costs.push_back(cost(i));
+    return costs;
+}
+
+// `opt` with the epoch's own mean as options::mean_cost, the level the sampler must give the
+// balancer of an epoch of these indices when its options::mean_cost is 0.
+bcl::options at_epoch_mean(bcl::options opt, const index_batch& indices,
+                           const length_cost_type& cost) {
+    opt.mean_cost = bcl::stream_mean_cost(costs_of(indices, cost), opt.cap);
+    return opt;
+}
+
+// A SequentialSampler that notes how many indices each next() asks for.
+class counting_sampler : public SequentialSampler {
+public:
+    using SequentialSampler::SequentialSampler;
+    torch::optional<index_batch> next(std::size_t batch_size) override {
+        asked.push_back(batch_size);
+        return SequentialSampler::next(batch_size);
+    }
+    std::vector<std::size_t> asked;
+};
+
+std::string archive_bytes(torch::serialize::OutputArchive& archive) {
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    return bytes.str();
+}
+
+template <class Sampler>
+void load_bytes(Sampler& sampler, const std::string& bytes) {
+    torch::serialize::InputArchive in;
+    std::istringstream stream(bytes);
+    in.load_from(stream);
+    sampler.load(in);
+}
+
+template <class Sampler>
+std::string saved_bytes(const Sampler& sampler) {
+    torch::serialize::OutputArchive out;
+    sampler.save(out);
+    return archive_bytes(out);
+}
+
+torch::Tensor int64_values(const std::vector<std::size_t>& values) {
+    const std::vector<std::int64_t> v(values.begin(), values.end());
+    return torch::tensor(v, torch::TensorOptions().dtype(torch::kInt64)).reshape({-1});
+}
+
+torch::Tensor byte_values(const std::string& bytes) {
+    torch::Tensor t = torch::empty({static_cast<std::int64_t>(bytes.size())},
+                                   torch::TensorOptions().dtype(torch::kUInt8));
+    if (!bytes.empty()) std::memcpy(t.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
+    return t;
+}
+
+// The archive balanced_sampler::save wrote in format 1, before the sampler used the epoch's
+// mean, after handing out `taken` batches of its first epoch (appended to `handed`). This is that
+// version's next() and save(), replayed: its balancer ran at options::mean_cost as given (0, the
+// running mean), fed from bulk draws of max(buffer, 1024) indices up to a full buffer.
+std::string format1_archive(DistributedRandomSampler inner, const length_cost_type& cost,
+                            const bcl::options& opt, std::size_t taken,
+                            std::vector<index_batch>& handed) {
+    bcl::balancer<std::size_t, length_cost_type> b(cost, opt);
+    const std::size_t capacity = bcl::buffer_capacity(opt);
+    const std::size_t pull = std::max<std::size_t>(capacity, 1024);
+    index_batch staged;
+    std::size_t next = 0;
+    while (handed.size() < taken) {
+        if (const auto batch = b.pop()) {
+            handed.emplace_back(batch->begin(), batch->end());
+            continue;
+        }
+        REQUIRE(!b.finished());
+        if (next == staged.size()) {
+            torch::optional<index_batch> more = inner.next(pull);
+            if (!more || more->empty()) {
+                b.finish();
+                continue;
+            }
+            staged = std::move(*more);
+            next = 0;
+        }
+        for (std::size_t room = capacity - std::min(capacity, b.buffered());
+             room != 0 && next < staged.size(); --room)
+            b.push(std::size_t{staged[next++]});
+    }
+    torch::serialize::OutputArchive out;
+    torch::serialize::OutputArchive nested(out.compilation_unit());
+    inner.save(nested);
+    out.write("inner", nested);
+    const auto state = b.save();
+    out.write("bcl_format", int64_values({1}), /*is_buffer=*/true);
+    out.write("bcl_balancer_state", byte_values(state.to_bytes()), /*is_buffer=*/true);
+    out.write("bcl_pending", int64_values(state.pending), /*is_buffer=*/true);
+    out.write("bcl_staged",
+              int64_values(index_batch(staged.begin() + std::ptrdiff_t(next), staged.end())),
+              /*is_buffer=*/true);
+    out.write("bcl_epoch", int64_values({0, taken > 0 ? 1U : 0U, 0}), /*is_buffer=*/true);
+    return archive_bytes(out);
 }
 
 double batch_cost(const index_batch& b, const length_cost_type& cost) {
@@ -267,16 +404,6 @@ TEST_CASE("torch: drop_last drops the epoch's last n mod B indices and every bat
 }
 
 TEST_CASE("torch: the inner sampler is asked for indices in bulk", "[torch][bulk]") {
-    // A SequentialSampler that notes how many indices each next() asks for.
-    class counting_sampler : public SequentialSampler {
-    public:
-        using SequentialSampler::SequentialSampler;
-        torch::optional<index_batch> next(std::size_t batch_size) override {
-            asked.push_back(batch_size);
-            return SequentialSampler::next(batch_size);
-        }
-        std::vector<std::size_t> asked;
-    };
     constexpr std::size_t n = 5000;
     constexpr std::size_t b = 16;
     const std::vector<std::size_t> lengths = make_lengths(n);
@@ -292,14 +419,18 @@ TEST_CASE("torch: the inner sampler is asked for indices in bulk", "[torch][bulk
 }
 
 TEST_CASE("torch: a sampler restored from an archive hands out exactly the batches the saved "
-          "one would have, mid-window and across epochs",
+          "one would have, mid-window and across epochs, at the epoch's mean or a fixed one",
           "[torch][resume]") {
     const std::string policy = GENERATE("tumbling", "sliding");
-    CAPTURE(policy);
+    // 0: each epoch at its own mean, which the archive must carry; 1500: fixed, about three
+    // times the mean.
+    const double mean_cost = GENERATE(0.0, 1500.0);
+    CAPTURE(policy, mean_cost);
     constexpr std::size_t n = 2 * 420; // rank 1 of 2: 420 indices, 26 batches of 16 and one of 4
     constexpr std::size_t b = 16;
     const std::vector<std::size_t> lengths = make_lengths(n);
-    const bcl::options opt{.batch_size = b, .lookahead = 4, .policy = policy_named(policy)};
+    const bcl::options opt{
+        .batch_size = b, .lookahead = 4, .policy = policy_named(policy), .mean_cost = mean_cost};
     const auto make = [&] {
         return bcl::torch::balanced_sampler(DistributedRandomSampler(n, 2, 1), length_cost(lengths),
                                             opt);
@@ -308,20 +439,25 @@ TEST_CASE("torch: a sampler restored from an archive hands out exactly the batch
     // The uninterrupted run: three epochs.
     auto reference = make();
     std::vector<std::vector<index_batch>> epochs;
+    std::vector<double> levels;
     for (std::size_t e = 0; e < 3; ++e) {
         if (e > 0) reference.reset();
         epochs.push_back(drain(reference, b));
+        levels.push_back(reference.mean_cost());
         REQUIRE(epochs.back().size() == 27);
     }
+    // Each epoch's mean is its own (so a restored sampler must carry it, not recompute one).
+    if (mean_cost == 0.0) REQUIRE((levels[0] != levels[1] && levels[1] != levels[2]));
 
-    // Save after `taken` batches of `epoch`: before the first, mid-window (windows of 4 batches),
-    // at a window's end, before and after the epoch's last batch, and in a later epoch.
+    // Save after `taken` batches of `epoch`: before the first (the epoch not drawn yet),
+    // mid-window (windows of 4 batches), at a window's end, before and after the epoch's last
+    // batch, after a reset before the next epoch is drawn, and in a later epoch.
     struct point {
         std::size_t epoch;
         std::size_t taken;
     };
     const point at = GENERATE(point{0, 0}, point{0, 3}, point{0, 4}, point{0, 9}, point{0, 26},
-                              point{0, 27}, point{1, 13});
+                              point{0, 27}, point{1, 0}, point{1, 13});
     CAPTURE(at.epoch, at.taken);
     auto saved = make();
     for (std::size_t e = 0; e < at.epoch; ++e) {
@@ -345,12 +481,15 @@ TEST_CASE("torch: a sampler restored from an archive hands out exactly the batch
     restored.load(in);
 
     REQUIRE(restored.epoch() == at.epoch);
+    REQUIRE(restored.mean_cost() == saved.mean_cost());
     const std::vector<index_batch>& rest = epochs[at.epoch];
     REQUIRE(drain(restored, b) ==
             std::vector<index_batch>(rest.begin() + std::ptrdiff_t(at.taken), rest.end()));
+    REQUIRE(restored.mean_cost() == levels[at.epoch]);
     for (std::size_t e = at.epoch + 1; e < epochs.size(); ++e) {
         restored.reset();
         REQUIRE(drain(restored, b) == epochs[e]);
+        REQUIRE(restored.mean_cost() == levels[e]);
     }
 }
 
@@ -404,6 +543,27 @@ TEST_CASE("torch: load() refuses an archive saved under other options, or by ano
     // Refused before anything changed: the inner sampler was not loaded either.
     REQUIRE(other.inner().index() == before);
 
+    // An archive of a sampler at the epoch's mean does not load into one at a fixed mean cost,
+    // nor the other way round, even where the fixed level is the epoch's mean itself.
+    bcl::torch::balanced_sampler fixed(
+        DistributedRandomSampler(n), length_cost(lengths),
+        bcl::options{.batch_size = 16, .lookahead = 4, .mean_cost = saved.mean_cost()});
+    REQUIRE(saved.mean_cost() > 0.0);
+    REQUIRE_THROWS_WITH(fixed.load(*archive(bytes.str())), Contains("options::mean_cost is 0"));
+    REQUIRE(fixed.mean_cost() == saved.mean_cost());
+    REQUIRE(fixed.next(16).has_value());
+    bcl::torch::balanced_sampler at_mean(DistributedRandomSampler(n), length_cost(lengths),
+                                         bcl::options{.batch_size = 16, .lookahead = 4});
+    REQUIRE_THROWS_WITH(at_mean.load(*archive(saved_bytes(fixed))),
+                        Contains("but this one's is 0"));
+    REQUIRE(at_mean.mean_cost() == 0.0);
+
+    // Another bcl_format (a later one, say) is refused by name.
+    torch::serialize::OutputArchive later;
+    later.write("bcl_format", int64_values({3}), /*is_buffer=*/true);
+    REQUIRE_THROWS_WITH(at_mean.load(*archive(archive_bytes(later))),
+                        Contains("bcl_format is 3, not 1 or 2"));
+
     // An archive of libtorch's own sampler has none of the balancer's state.
     DistributedRandomSampler plain(n);
     torch::serialize::OutputArchive plain_out;
@@ -441,14 +601,29 @@ TEST_CASE("torch: a bad cost is an error naming the dataset index, and the index
           "[torch][errors]") {
     constexpr std::size_t n = 100;
     const double bad = GENERATE(std::numeric_limits<double>::quiet_NaN(), -1.0, 1e200);
-    CAPTURE(bad);
-    // Index 42 costs `bad`; every other index costs 1.
-    const auto cost = [bad](std::size_t i) { return i == 42 ? bad : 1.0; };
-    bcl::torch::balanced_sampler sampler(SequentialSampler(n), cost,
-                                         bcl::options{.batch_size = 16, .lookahead = 8});
+    // 0: the epoch's mean, which meets the bad cost before any index is pushed; 1: fixed, so the
+    // balancer's push meets it.
+    const double mean_cost = GENERATE(0.0, 1.0);
+    CAPTURE(bad, mean_cost);
+    // Index 42 costs `bad` until it is mended; every other index costs 1 (index 0 costs 3, so
+    // the rounds have something to balance).
+    auto mended = std::make_shared<bool>(false);
+    const auto cost = [bad, mended](std::size_t i) {
+        return i == 42 && !*mended ? bad : i == 0 ? 3.0 : 1.0;
+    };
+    const bcl::options opt{.batch_size = 16, .lookahead = 2, .mean_cost = mean_cost};
+    bcl::torch::balanced_sampler sampler(SequentialSampler(n), cost, opt);
     REQUIRE_THROWS_AS(sampler.next(16), bcl::error);
     // Asking again meets the same index again: it was neither skipped nor lost.
     REQUIRE_THROWS_WITH(sampler.next(16), Contains("dataset index 42:"));
+    REQUIRE(sampler.mean_cost() == mean_cost);
+    // Once it costs what it should, every index comes out once, in the batches of a sampler
+    // that never met the bad cost: nothing drawn before the error was lost or pushed twice.
+    *mended = true;
+    const std::vector<index_batch> batches = drain(sampler, 16);
+    REQUIRE(sorted_concat(batches) == iota(n));
+    bcl::torch::balanced_sampler fresh(SequentialSampler(n), cost, opt);
+    REQUIRE(batches == drain(fresh, 16));
 
     // What the estimator itself throws propagates unchanged.
     const auto throwing = [](std::size_t i) -> double {
@@ -479,5 +654,275 @@ TEST_CASE("torch: the snippet of docs/torch.md trains every rank on exact batche
         expected.insert(expected.end(), second.begin(), second.end());
         std::sort(expected.begin(), expected.end());
         REQUIRE(seen == expected);
+    }
+}
+
+TEST_CASE("torch: with mean_cost 0 every epoch's balancer aims at the epoch's own mean cost, "
+          "under the cap, not at its running mean",
+          "[torch][mean_cost]") {
+    const std::string policy = GENERATE("sliding", "tumbling");
+    const std::string cap = GENERATE("none", "fixed", "quantile");
+    CAPTURE(policy, cap);
+    constexpr std::size_t n = 2 * 420; // rank 1 of 2: 420 indices, 7 rounds of 64 and the rest
+    constexpr std::size_t b = 16;
+    const std::vector<std::size_t> lengths = make_lengths(n); // every 37th item 600 tokens
+    const auto cost = length_cost(lengths);
+    bcl::options opt{.batch_size = b, .lookahead = 4, .policy = policy_named(policy)};
+    if (cap == "fixed") opt.cap = {.kind = bcl::cap_kind::fixed, .value = 1200.0};
+    if (cap == "quantile") opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.95};
+    bcl::torch::balanced_sampler sampler(DistributedRandomSampler(n, 2, 1), cost, opt);
+    for (std::size_t epoch = 0; epoch < 3; ++epoch) {
+        CAPTURE(epoch);
+        if (epoch > 0) sampler.reset();
+        REQUIRE(sampler.mean_cost() == 0.0); // the epoch is not drawn yet
+        const index_batch order = inner_order(n, 2, 1, epoch);
+        // The epoch's mean as the cap clips it, computed here apart from the library: a fixed
+        // cap clips at its value (1200 clips the 600-token items, 2006), a quantile cap at the
+        // 95th percentile of the epoch's costs by nearest rank (the 399th smallest of 420).
+        std::vector<double> costs = costs_of(order, cost);
+        double clip = HUGE_VAL;
+        if (cap == "fixed") clip = 1200.0;
+        if (cap == "quantile") {
+            std::vector<double> sorted = costs;
+            std::sort(sorted.begin(), sorted.end());
+            clip = sorted[399 - 1];
+        }
+        double sum = 0.0;
+        for (const double c : costs) sum += std::min(c, clip);
+        const double expected = sum / static_cast<double>(costs.size());
+
+        const std::vector<index_batch> batches = drain(sampler, b);
+        REQUIRE(sampler.mean_cost() == Approx(expected).epsilon(1e-12));
+        // The epoch's batches are those of one balancer at that level over the epoch's indices.
+        const bcl::options at_mean = at_epoch_mean(opt, order, cost);
+        REQUIRE(sampler.mean_cost() == at_mean.mean_cost);
+        REQUIRE(batches == direct_batches(order, cost, at_mean));
+        // Sliding aims at the level: its running mean over these heavy-tailed costs gives other
+        // batches, so the comparison above tells the two apart.
+        if (policy == "sliding") REQUIRE(batches != direct_batches(order, cost, opt));
+    }
+}
+
+TEST_CASE("torch: a fixed mean_cost is every epoch's level, and the indices are drawn in bulk as "
+          "the balancer needs them; with mean_cost 0 the first next() draws the epoch whole",
+          "[torch][mean_cost][bulk]") {
+    constexpr std::size_t n = 5000;
+    constexpr std::size_t b = 16;
+    const std::vector<std::size_t> lengths = make_lengths(n);
+    const auto cost = length_cost(lengths);
+    const bcl::options opt{.batch_size = b, .lookahead = 8, .mean_cost = 1500.0};
+    const bcl::options at_mean = at_epoch_mean(opt, iota(n), cost);
+    CAPTURE(at_mean.mean_cost);
+    REQUIRE(at_mean.mean_cost < 1000.0); // so the fixed level of 1500 is far from the mean
+
+    bcl::torch::balanced_sampler sampler(counting_sampler(n), cost, opt);
+    REQUIRE(sampler.mean_cost() == 1500.0);
+    std::vector<index_batch> batches{*sampler.next(b)};
+    // One bulk draw (1024 indices, more than the buffer of 256) feeds the first rounds.
+    REQUIRE(sampler.inner().asked == std::vector<std::size_t>{1024});
+    for (index_batch& x : drain(sampler, b)) batches.push_back(std::move(x));
+    REQUIRE(sampler.mean_cost() == 1500.0);
+    REQUIRE(batches == direct_batches(iota(n), cost, opt));
+    REQUIRE(batches != direct_batches(iota(n), cost, at_mean));
+    sampler.reset(); // a SequentialSampler hands out the same indices every epoch
+    REQUIRE(sampler.mean_cost() == 1500.0);
+    REQUIRE(drain(sampler, b) == batches);
+
+    bcl::options epoch_mean = opt;
+    epoch_mean.mean_cost = 0.0;
+    bcl::torch::balanced_sampler whole(counting_sampler(n), cost, epoch_mean);
+    REQUIRE(whole.mean_cost() == 0.0);
+    REQUIRE(whole.inner().asked.empty()); // constructing it draws nothing
+    std::vector<index_batch> whole_batches{*whole.next(b)};
+    // 4 draws of 1024 and one of 904 indices, and the one that finds the epoch over; none after.
+    REQUIRE(whole.inner().asked == std::vector<std::size_t>(6, 1024));
+    REQUIRE(whole.mean_cost() == at_mean.mean_cost);
+    for (index_batch& x : drain(whole, b)) whole_batches.push_back(std::move(x));
+    REQUIRE(whole.inner().asked.size() == 6);
+    REQUIRE(whole_batches == direct_batches(iota(n), cost, at_mean));
+}
+
+namespace {
+
+// An estimator that throws for dataset index 7 while *failing.
+struct flaky_cost {
+    length_cost_type cost;
+    std::shared_ptr<bool> failing;
+    double operator()(std::size_t i) const {
+        if (*failing && i == 7) throw std::runtime_error("index 7 is unavailable");
+        return cost(i);
+    }
+};
+
+// A SequentialSampler that throws, while *failing, when asked for indices past the first 1024.
+class failing_sampler : public SequentialSampler {
+public:
+    failing_sampler(std::size_t n, std::shared_ptr<bool> failing)
+        : SequentialSampler(n), m_failing(std::move(failing)) {}
+    torch::optional<index_batch> next(std::size_t batch_size) override {
+        if (*m_failing && index() >= 1024) throw std::runtime_error("the storage is offline");
+        return SequentialSampler::next(batch_size);
+    }
+
+private:
+    std::shared_ptr<bool> m_failing;
+};
+
+} // namespace
+
+TEST_CASE("torch: a failure while an epoch is drawn loses no index: asked again, or saved and "
+          "restored, the sampler hands out the batches of one that never failed",
+          "[torch][mean_cost][errors][resume]") {
+    const std::string failing = GENERATE("estimator", "inner sampler");
+    CAPTURE(failing);
+    constexpr std::size_t n = 3000; // three bulk draws of 1024
+    constexpr std::size_t b = 16;
+    const std::vector<std::size_t> lengths = make_lengths(n);
+    const auto cost = length_cost(lengths);
+    const bcl::options opt{.batch_size = b, .lookahead = 4};
+    const auto estimator_fails = std::make_shared<bool>(failing == "estimator");
+    const auto inner_fails = std::make_shared<bool>(failing == "inner sampler");
+    const auto make = [&] {
+        return bcl::torch::balanced_sampler(failing_sampler(n, inner_fails),
+                                            flaky_cost{cost, estimator_fails}, opt);
+    };
+    const std::string message =
+        failing == "estimator" ? "index 7 is unavailable" : "the storage is offline";
+
+    auto sampler = make();
+    REQUIRE_THROWS_WITH(sampler.next(b), message);
+    REQUIRE_THROWS_WITH(sampler.next(b), message); // still failing, still nothing lost
+    REQUIRE(sampler.mean_cost() == 0.0);
+    const std::string bytes = saved_bytes(sampler);
+    *estimator_fails = false;
+    *inner_fails = false;
+
+    const std::vector<index_batch> expected =
+        direct_batches(iota(n), cost, at_epoch_mean(opt, iota(n), cost));
+    REQUIRE(drain(sampler, b) == expected);
+    auto restored = make();
+    load_bytes(restored, bytes);
+    REQUIRE(drain(restored, b) == expected);
+}
+
+TEST_CASE("torch: an archive of format 1, written before the epoch's mean, still loads: that "
+          "epoch ends at its running mean, the later ones run at their own mean",
+          "[torch][resume]") {
+    const std::string policy = GENERATE("sliding", "tumbling");
+    // Batches handed out before the save: none, mid-window, and past the first bulk draw's
+    // pushes (the rest of the share is drawn after the load).
+    const std::size_t taken = GENERATE(0, 3, 9, 50);
+    CAPTURE(policy, taken);
+    constexpr std::size_t n = 2 * 1500; // rank 1 of 2: 1500 indices, more than a bulk of 1024
+    constexpr std::size_t b = 16;
+    const std::vector<std::size_t> lengths = make_lengths(n);
+    const auto cost = length_cost(lengths);
+    const bcl::options opt{.batch_size = b, .lookahead = 4, .policy = policy_named(policy)};
+    const auto make = [&] {
+        return bcl::torch::balanced_sampler(DistributedRandomSampler(n, 2, 1), cost, opt);
+    };
+
+    // Epoch 0 as the format-1 sampler ran it: one balancer at the running mean (mean_cost 0).
+    const index_batch order0 = inner_order(n, 2, 1, 0);
+    const std::vector<index_batch> epoch0 = direct_batches(order0, cost, opt);
+    if (policy == "sliding")
+        REQUIRE(epoch0 != direct_batches(order0, cost, at_epoch_mean(opt, order0, cost)));
+    std::vector<index_batch> handed;
+    const std::string archive =
+        format1_archive(DistributedRandomSampler(n, 2, 1), cost, opt, taken, handed);
+    REQUIRE(handed ==
+            std::vector<index_batch>(epoch0.begin(), epoch0.begin() + std::ptrdiff_t(taken)));
+
+    auto restored = make();
+    load_bytes(restored, archive);
+    REQUIRE(restored.epoch() == 0);
+    REQUIRE(restored.mean_cost() == 0.0);
+    // Two batches more, then a save in format 2 and a load into a third sampler, mid-epoch.
+    std::vector<index_batch> rest{*restored.next(b), *restored.next(b)};
+    auto again = make();
+    load_bytes(again, saved_bytes(restored));
+    REQUIRE(again.mean_cost() == 0.0);
+    for (index_batch& x : drain(again, b)) rest.push_back(std::move(x));
+    REQUIRE(rest == std::vector<index_batch>(epoch0.begin() + std::ptrdiff_t(taken), epoch0.end()));
+    REQUIRE(drain(restored, b) == std::vector<index_batch>(rest.begin() + 2, rest.end()));
+
+    // The next epoch runs at its own mean.
+    const index_batch order1 = inner_order(n, 2, 1, 1);
+    const bcl::options at_mean = at_epoch_mean(opt, order1, cost);
+    for (auto* s : {&restored, &again}) {
+        s->reset();
+        REQUIRE(s->epoch() == 1);
+        REQUIRE(drain(*s, b) == direct_batches(order1, cost, at_mean));
+        REQUIRE(s->mean_cost() == at_mean.mean_cost);
+    }
+}
+
+TEST_CASE("torch: an empty epoch hands out no batch", "[torch][mean_cost]") {
+    const double mean_cost = GENERATE(0.0, 50.0);
+    CAPTURE(mean_cost);
+    const std::vector<std::size_t> lengths = make_lengths(10);
+    const bcl::options opt{.batch_size = 16, .lookahead = 4, .mean_cost = mean_cost};
+    bcl::torch::balanced_sampler sampler(SequentialSampler(0), length_cost(lengths), opt);
+    for (std::size_t epoch = 0; epoch < 2; ++epoch) {
+        if (epoch > 0) sampler.reset();
+        REQUIRE_FALSE(sampler.next(16).has_value());
+        REQUIRE_FALSE(sampler.next(16).has_value());
+        REQUIRE(sampler.mean_cost() == mean_cost);
+        REQUIRE(sampler.stats().batches == 0);
+    }
+    auto loader = torch::data::make_data_loader(
+        index_dataset(0),
+        bcl::torch::balanced_sampler(SequentialSampler(0), length_cost(lengths), opt),
+        torch::data::DataLoaderOptions().batch_size(16));
+    std::size_t batches = 0;
+    for (index_batch& x : *loader) batches += x.empty() ? 0 : 1;
+    REQUIRE(batches == 0);
+}
+
+TEST_CASE("torch: over epochs, seeds and ranks, under both policies, every index comes out once "
+          "in exact batches, as many as the share asks",
+          "[torch][contract]") {
+    const std::string policy = GENERATE("tumbling", "sliding");
+    const bool drop_last = GENERATE(false, true);
+    CAPTURE(policy, drop_last);
+    constexpr std::size_t b = 16;
+    constexpr std::size_t ranks = 3;
+    for (std::size_t seed = 1; seed <= 4; ++seed) {
+        // Shares that are not multiples of B; for seeds 1, 2 and 4 the distributed sampler pads
+        // them with an index or two handed out twice.
+        const std::size_t n = 3 * (200 + 37 * seed) + seed;
+        const std::size_t rank = seed % ranks;
+        CAPTURE(seed, n, rank);
+        const std::vector<std::size_t> lengths = make_lengths(n);
+        bcl::options opt{.batch_size = b,
+                         .lookahead = 2 + seed,
+                         .drop_last = drop_last,
+                         .seed = seed,
+                         .policy = policy_named(policy)};
+        if (seed % 2 == 0) opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.9};
+        bcl::torch::balanced_sampler sampler(DistributedRandomSampler(n, ranks, rank),
+                                             length_cost(lengths), opt);
+        sampler.set_epoch(10 * seed);
+        for (std::size_t e = 0; e < 4; ++e) {
+            CAPTURE(e);
+            sampler.reset();
+            REQUIRE(sampler.epoch() == 10 * seed + e);
+            const index_batch share = plain_share(n, ranks, rank, sampler.epoch());
+            const std::vector<index_batch> batches = drain(sampler, b);
+            const std::size_t m = share.size();
+            REQUIRE(batches.size() == (drop_last ? m / b : (m + b - 1) / b));
+            for (std::size_t k = 0; k + 1 < batches.size(); ++k) REQUIRE(batches[k].size() == b);
+            REQUIRE(batches.back().size() == (drop_last || m % b == 0 ? b : m % b));
+            // The share itself may hold an index twice (a distributed sampler pads the shares
+            // to equal size): each comes out as often as the inner sampler handed it out.
+            const index_batch out = sorted_concat(batches);
+            if (drop_last) {
+                REQUIRE(std::includes(share.begin(), share.end(), out.begin(), out.end()));
+                REQUIRE(out.size() == m / b * b);
+            } else {
+                REQUIRE(out == share);
+            }
+            REQUIRE(sampler.mean_cost() > 0.0);
+        }
     }
 }

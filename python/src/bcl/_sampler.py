@@ -10,8 +10,10 @@ import numpy as np
 from . import _core
 from ._core import Error
 
-# Identifies the layout of state_dict(); load_state_dict() refuses any other.
-STATE_FORMAT = "bcl.BalancedBatchSampler/1"
+# Identifies the layout of state_dict(); load_state_dict() refuses any other but the previous
+# one, whose epochs ran with each balancer's running mean (level 0).
+STATE_FORMAT = "bcl.BalancedBatchSampler/2"
+_RUNNING_MEAN_FORMAT = "bcl.BalancedBatchSampler/1"
 
 _UINT64_END = 1 << 64
 
@@ -119,10 +121,11 @@ def _digest(indices):
 class _Run:
     """One epoch in progress: the C++ balancer, the epoch's indices, what restores it."""
 
-    __slots__ = ("core", "indices", "inner_state", "epoch", "done", "_digest")
+    __slots__ = ("core", "level", "indices", "inner_state", "epoch", "done", "_digest")
 
-    def __init__(self, core, indices, inner_state, epoch, digest=None):
+    def __init__(self, core, level, indices, inner_state, epoch, digest=None):
         self.core = core
+        self.level = level  # the mean cost the epoch's balancer aims at (its options::mean_cost)
         self.done = False  # the iterator has ended (not merely handed out the last batch)
         self.indices = indices
         self.inner_state = inner_state
@@ -161,11 +164,10 @@ class BalancedBatchSampler:
             ``cap_action`` (only ``"clip"``: an index cannot be truncated) as in C++.
         memory: per-index memory estimate, in the same forms as ``costs``.
         memory_budget: largest total memory of one batch (0: no limit); needs ``memory``.
-        mean_cost: the long-run mean cost of an index that the sliding rounds aim at (0, the
-            default: the mean of the indices seen so far, which each rank estimates from its
-            own, afresh each epoch). With every index's cost known up front, the dataset's mean
-            cost lines up the ranks' batches further (``costs.mean()`` for a full-dataset array;
-            with a fixed cap, the mean of the capped costs).
+        mean_cost: the mean cost of an index that the sliding rounds aim at. 0, the default:
+            each epoch, the mean cost of that epoch's indices on this rank, as the cap clips
+            them (``bcl::stream_mean_cost``), computed when the epoch starts; the sampler holds
+            the epoch's indices anyway. A number > 0 fixes it for every epoch instead.
         emission, batching, buffer_windows, max_age, largest_first: the ``bcl::options``
             fields of the same names, enum values by their C++ names (``"costliest_first"``,
             ``"shuffled"``, ``"packed"``, ``"padded"``).
@@ -269,12 +271,16 @@ class BalancedBatchSampler:
         if resume is None:
             inner_state = self._inner_state()
             epoch = self._current_epoch()
-            core = self._epoch_type(self._table, self._options)
             position = 0
             indices = self._pull()
+            self._complete_table(indices)
+            level = self._options.mean_cost
+            if level == 0.0:
+                level = self._table.mean_cost(indices, self._options.cap)
+            core = self._epoch_type(self._table, _core.with_mean_cost(self._options, level))
             digest = None
         else:
-            core, inner_state, epoch, position, length, digest = resume
+            core, level, inner_state, epoch, position, length, digest = resume
             indices = self._pull()
             if len(indices) != length or _digest(indices) != digest:
                 raise Error(
@@ -284,9 +290,9 @@ class BalancedBatchSampler:
                     "(e.g. a DistributedSampler with the same seed and epoch) or one with "
                     "state_dict()/load_state_dict()"
                 )
-        self._complete_table(indices)
+            self._complete_table(indices)
         core.feed(indices, position)
-        self._run = _Run(core, indices, inner_state, epoch, digest)
+        self._run = _Run(core, level, indices, inner_state, epoch, digest)
         return self._run
 
     def set_epoch(self, epoch):
@@ -304,6 +310,16 @@ class BalancedBatchSampler:
             return self._run.core.stats()
         return self._epoch_type(self._table, self._options).stats()
 
+    @property
+    def mean_cost(self):
+        """The mean cost per index the current (or last) epoch's balancer aims at: the option
+        when it is fixed, else the epoch's own mean; 0 before the first epoch has started."""
+        if self._resume is not None:
+            return self._resume[1]
+        if self._run is not None:
+            return self._run.level
+        return self._options.mean_cost
+
     # -- resume --------------------------------------------------------------------------------
 
     def state_dict(self):
@@ -314,11 +330,11 @@ class BalancedBatchSampler:
         """
         state = {"format": STATE_FORMAT}
         if self._resume is not None:
-            core, inner_state, epoch, position, length, digest = self._resume
+            core, level, inner_state, epoch, position, length, digest = self._resume
             running = True
         elif self._run is not None and not self._run.done:
             run = self._run
-            core, inner_state, epoch = run.core, run.inner_state, run.epoch
+            core, level, inner_state, epoch = run.core, run.level, run.inner_state, run.epoch
             position, length, digest = core.position, len(run.indices), run.digest()
             running = True
         else:
@@ -334,6 +350,8 @@ class BalancedBatchSampler:
             position=int(position),
             length=int(length),
             digest=digest,
+            # The level computed for the epoch, or None where the mean_cost option fixes it.
+            epoch_mean_cost=float(level) if self._options.mean_cost == 0.0 else None,
             balancer=bytes(data),
             pending=pending.tolist(),
         )
@@ -345,7 +363,8 @@ class BalancedBatchSampler:
         Raises bcl.Error for a state of another format, a corrupted one, or one saved with other
         options (the message names the option).
         """
-        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+        formats = (STATE_FORMAT, _RUNNING_MEAN_FORMAT)
+        if not isinstance(state, Mapping) or state.get("format") not in formats:
             got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
             raise Error(
                 f"bcl.BalancedBatchSampler: not a state of this sampler (format {got!r}, "
@@ -363,14 +382,26 @@ class BalancedBatchSampler:
                 ):
                     raise Error("bcl.BalancedBatchSampler: the state's balancer or pending "
                                 "indices have the wrong type")
+                level = self._resumed_level(state)
                 core = self._epoch_type(
-                    self._table, self._options, bytes(state["balancer"]), [int(i) for i in pending]
+                    self._table,
+                    _core.with_mean_cost(self._options, level),
+                    bytes(state["balancer"]),
+                    [int(i) for i in pending],
                 )
                 position = _whole("position", state["position"])
                 length = _whole("length", state["length"])
                 if position > length or not isinstance(state["digest"], str):
                     raise Error("bcl.BalancedBatchSampler: the state's position is inconsistent")
-                resume = (core, state["inner"], state["epoch"], position, length, state["digest"])
+                resume = (
+                    core,
+                    level,
+                    state["inner"],
+                    state["epoch"],
+                    position,
+                    length,
+                    state["digest"],
+                )
             epoch, inner = state["epoch"], state["inner"]
         except KeyError as e:
             raise Error(f"bcl.BalancedBatchSampler: the state has no {e.args[0]!r}") from None
@@ -386,6 +417,23 @@ class BalancedBatchSampler:
         self._run = None
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _resumed_level(self, state):
+        """The mean cost the saved epoch's balancer aims at, or bcl.Error naming mean_cost."""
+        fixed = self._options.mean_cost
+        if state["format"] == _RUNNING_MEAN_FORMAT:
+            # Saved before epochs had their own level: the balancer ran with the option itself
+            # (0: its running mean), and refuses the state if that differs from this one's.
+            return fixed
+        computed = state["epoch_mean_cost"]
+        if (computed is None) != (fixed != 0.0):
+            raise Error(
+                "bcl.BalancedBatchSampler: the state was saved with "
+                + ("a fixed mean_cost" if computed is None else "mean_cost=0 (each epoch's own)")
+                + f", but this sampler has mean_cost={fixed!r}; bcl::options::mean_cost must "
+                "be the same"
+            )
+        return fixed if computed is None else _real("epoch_mean_cost", computed)
 
     def _current_epoch(self):
         if self._epoch is not None:

@@ -1,0 +1,427 @@
+// --epoch-steps and --mean-cost epoch (bcl_runner.hpp, simulate.hpp): the bcl policies start a
+// balancer per rank every N steps, as the samplers do every epoch, holding exactly that epoch's
+// N*B records; --mean-cost epoch hands each of them the mean of its epoch's capped costs. The
+// other policies ignore epochs, and --epoch-steps 0 is the run without them. Expected numbers
+// are derived in the comments, never copied from the code's output.
+
+#include "bcl_runner.hpp"
+#include "cost_and_cap.hpp"
+#include "policy_runner.hpp"
+#include "sim_test_support.hpp"
+#include "simulate.hpp"
+#include "workload.hpp"
+
+#include <bcl/options.hpp>
+#include <bcl/stream_mean_cost.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+using Catch::Matchers::Contains;
+
+using bcl_sim::sim_config;
+using bcl_sim_test::hand_source;
+
+namespace {
+
+/// A synthetic stream that remembers the largest index each rank has read.
+class counting_source final : public bcl_sim::record_source {
+public:
+    counting_source(const bcl_sim::dist_spec& dist, std::size_t ranks, std::uint64_t seed)
+        : m_inner(dist, ranks, seed), m_read(ranks, 0) {}
+    [[nodiscard]] double length(std::size_t rank, std::uint64_t index) override {
+        m_read.at(rank) = std::max(m_read.at(rank), index + 1);
+        return m_inner.length(rank, index);
+    }
+    /// Records rank `rank` has read: one past the largest index read.
+    [[nodiscard]] std::uint64_t read(std::size_t rank) const { return m_read.at(rank); }
+
+private:
+    bcl_sim::synthetic_source m_inner;
+    std::vector<std::uint64_t> m_read;
+};
+
+/// A bcl policy as the tests name it: the policy, and whether it calibrates (--calibrate).
+struct bcl_variant {
+    std::string_view policy;
+    bool calibrate;
+};
+
+const std::vector<bcl_variant> bcl_variants{{"tumbling", false},
+                                            {"sliding", false},
+                                            {"sliding_true", false},
+                                            {"tumbling", true},
+                                            {"sliding", true}};
+
+[[nodiscard]] const bcl_sim::policy_result& only(const bcl_sim::sim_result& res) {
+    REQUIRE(res.policies.size() == 1);
+    return res.policies.front();
+}
+
+/// The settings of rank `rank`'s balancer for the epoch under way in `runner`, a bcl policy's.
+[[nodiscard]] const bcl::options& balancer_settings(const bcl_sim::policy_runner& runner,
+                                                    std::size_t rank) {
+    using given = bcl_sim::bcl_local_runner<bcl_sim::sim_estimator>;
+    using calibrated = bcl_sim::bcl_local_runner<bcl_sim::calibrated_sim_estimator>;
+    if (const auto* r = dynamic_cast<const given*>(&runner)) return r->balancer(rank).settings();
+    const auto* r = dynamic_cast<const calibrated*>(&runner);
+    REQUIRE(r != nullptr);
+    return r->balancer(rank).settings();
+}
+
+/// A policy's runner on a hand-made stream, advanced one block at a time.
+class hand_runner {
+public:
+    hand_runner(std::string_view policy, const std::vector<std::vector<double>>& streams,
+                bcl_sim::sim_context ctx)
+        : m_source(streams, std::nullopt, std::nullopt), m_ctx(std::move(ctx)) {
+        m_ctx.ranks = streams.size();
+        m_ctx.source = &m_source;
+        const bcl_sim::policy_entry* entry = bcl_sim::find_policy(policy);
+        REQUIRE(entry != nullptr);
+        m_runner = entry->make(m_ctx);
+    }
+
+    /// Runs steps [first, first + count), count <= K.
+    void run(std::size_t first, std::size_t count) {
+        const std::size_t n = count * m_ctx.ranks;
+        std::vector<double> costs(n, 0.0);
+        std::vector<double> tokens(n, 0.0);
+        std::vector<double> useful(n, 0.0);
+        m_runner->run(first, count,
+                      bcl_sim::step_block{costs, tokens, useful, 0.0, &m_ctx.truth, first});
+    }
+
+    [[nodiscard]] const bcl::options& settings(std::size_t rank) const {
+        return balancer_settings(*m_runner, rank);
+    }
+
+private:
+    hand_source m_source;
+    bcl_sim::sim_context m_ctx;
+    std::unique_ptr<bcl_sim::policy_runner> m_runner;
+};
+
+} // namespace
+
+TEST_CASE("epochs: each epoch's N*B records are read and emitted in its own steps, once each",
+          "[sim][epochs]") {
+    // R = 3, B = 4, K = 3, epochs of N = 5 steps (20 records per rank; not a whole number of
+    // windows, so each epoch ends with a short round that finish() drains), 17 steps: epochs 0,
+    // 1 and 2 whole, epoch 3 cut off by the end of the run after 2 of its 5 steps. Rank r's
+    // record at stream index i has id i*R + r and belongs to epoch i / 20. In every step, rank r
+    // emits only records of the step's epoch (step / 5) and has read no record of a later one.
+    // The whole epochs emit each of their records exactly once; the cut-off one emits 2*B.
+    const std::size_t R = 3;
+    const std::size_t B = 4;
+    const std::size_t N = 5;
+    const std::uint64_t per_epoch = N * B;
+    sim_config cfg;
+    cfg.dist = bcl_sim::parse_dist("pareto:xm=50,alpha=1.3");
+    cfg.ranks = R;
+    cfg.batch = B;
+    cfg.lookahead = 3;
+    cfg.steps = 17;
+    cfg.seed = 11;
+    // Calibration and sliding_true see a true cost other than the estimate, and a drift.
+    cfg.true_cost = bcl_sim::cost_model{0.0, 1.0, 2e-4, {}};
+    cfg.drift = bcl_sim::drift_spec{8, bcl_sim::cost_model{0.0, 1.0, 4e-4, {}}};
+
+    // Runs one policy; returns how many emitted records broke the epoch rules above.
+    const auto run = [&](const bcl_variant& v, std::size_t epoch_steps, bool mean_cost_epoch,
+                         std::map<std::pair<std::size_t, std::uint64_t>, int>& seen) {
+        cfg.policies = {std::string(v.policy)};
+        cfg.calibrate = v.calibrate;
+        cfg.epoch_steps = epoch_steps;
+        cfg.mean_cost_epoch = mean_cost_epoch;
+        counting_source* source = nullptr;
+        const auto make_source = [&]() -> std::unique_ptr<bcl_sim::record_source> {
+            auto s = std::make_unique<counting_source>(cfg.dist, R, cfg.seed);
+            source = s.get(); // the last one made is the policy's (none's reference run is first)
+            return s;
+        };
+        std::size_t broken = 0;
+        const auto res = bcl_sim::simulate(
+            cfg, make_source, [&](std::size_t step, std::size_t rank, std::uint64_t id) {
+                const std::uint64_t index = id / R;
+                const std::uint64_t epoch = step / N;
+                ++seen[{rank, index}];
+                const bool in_epoch = id % R == rank && index / per_epoch == epoch;
+                const bool read_ahead = source->read(rank) > (epoch + 1) * per_epoch;
+                broken += !in_epoch || read_ahead ? 1 : 0;
+            });
+        CHECK(only(res).metrics.efficiency > 0.0);
+        return broken;
+    };
+
+    for (const bcl_variant& v : bcl_variants)
+        for (const bool mean_cost_epoch : {false, true})
+            DYNAMIC_SECTION(v.policy << (v.calibrate ? " calibrated" : "")
+                                     << (mean_cost_epoch ? ", mean cost epoch" : "")) {
+                std::map<std::pair<std::size_t, std::uint64_t>, int> seen;
+                CHECK(run(v, N, mean_cost_epoch, seen) == 0);
+                CHECK(seen.size() == cfg.steps * R * B);
+                CHECK(std::all_of(seen.begin(), seen.end(),
+                                  [](const auto& kv) { return kv.second == 1; }));
+                for (std::size_t r = 0; r < R; ++r) {
+                    for (std::uint64_t i = 0; i < 3 * per_epoch; ++i) // epochs 0, 1, 2 whole
+                        CHECK(seen.count({r, i}) == 1);
+                    std::size_t last_epoch = 0;
+                    for (const auto& [key, count] : seen)
+                        if (key.first == r && key.second >= 3 * per_epoch) ++last_epoch;
+                    CHECK(last_epoch == 2 * B);
+                }
+            }
+
+    SECTION("the check is not vacuous: without epochs sliding crosses their boundaries") {
+        // One balancer for the run holds records back across step 5's boundary and reads its
+        // buffer ahead of it.
+        std::map<std::pair<std::size_t, std::uint64_t>, int> seen;
+        CHECK(run({"sliding", false}, 0, false, seen) > 0);
+    }
+}
+
+TEST_CASE("epochs: --epoch-steps 0 is the run without epochs, and other policies ignore epochs",
+          "[sim][epochs]") {
+    sim_config cfg;
+    cfg.dist = bcl_sim::parse_dist("lognormal:mu=6,sigma=1.2");
+    cfg.ranks = 4;
+    cfg.batch = 4;
+    cfg.lookahead = 3;
+    cfg.steps = 40;
+    cfg.seed = 5;
+    cfg.cap = bcl_sim::parse_cap("p95");
+    cfg.true_cost = bcl_sim::cost_model{0.0, 1.0, 2e-4, {}};
+    const auto same = [](const bcl_sim::policy_result& a, const bcl_sim::policy_result& b) {
+        CHECK(a.step_max == b.step_max);
+        CHECK(a.step_mean == b.step_mean);
+        CHECK(a.extras.max_delay_batches == b.extras.max_delay_batches);
+        CHECK(a.extras.capped == b.extras.capped);
+        CHECK(a.extras.mean_gap_to_lb == b.extras.mean_gap_to_lb);
+        CHECK(a.peak_batch_tokens == b.peak_batch_tokens);
+    };
+
+    SECTION("an epoch longer than the run is the run without epochs") {
+        // With N = 1000 the one epoch holds 4000 records per rank, more than 40 steps of B = 4
+        // can push (160, plus a sliding buffer of 2*K*B = 24): the runner builds each rank's
+        // balancer with the same options at step 0 and never reaches finish(), exactly as with
+        // one balancer per rank for the run. So --epoch-steps 0 and 1000 agree in every number.
+        for (const bcl_variant& v : bcl_variants)
+            DYNAMIC_SECTION(v.policy << (v.calibrate ? " calibrated" : "")) {
+                cfg.policies = {std::string(v.policy)};
+                cfg.calibrate = v.calibrate;
+                cfg.epoch_steps = 0;
+                const auto without = bcl_sim::simulate(cfg);
+                cfg.epoch_steps = 1000;
+                const auto one_epoch = bcl_sim::simulate(cfg);
+                same(only(without), only(one_epoch));
+                if (v.calibrate) {
+                    REQUIRE(only(without).extras.calibration);
+                    REQUIRE(only(one_epoch).extras.calibration);
+                    CHECK(only(without).extras.calibration->fitted ==
+                          only(one_epoch).extras.calibration->fitted);
+                }
+            }
+    }
+
+    SECTION("the other policies run as without epochs") {
+        for (const char* name : {"none", "length_grouped", "mffd", "verl_kk", "oracle"})
+            DYNAMIC_SECTION(name) {
+                cfg.policies = {name};
+                cfg.epoch_steps = 0;
+                const auto without = bcl_sim::simulate(cfg);
+                cfg.epoch_steps = 7;
+                cfg.mean_cost_epoch = true;
+                const auto with = bcl_sim::simulate(cfg);
+                same(only(without), only(with));
+            }
+    }
+
+    SECTION("epochs change the bcl policies' run") {
+        // The control of the two sections above: epochs of 7 steps (not a multiple of K = 3)
+        // cut sliding's buffer and tumbling's windows, so their step costs change.
+        for (const char* name : {"tumbling", "sliding"}) {
+            DYNAMIC_SECTION(name) {
+                cfg.policies = {name};
+                cfg.epoch_steps = 0;
+                const auto without = bcl_sim::simulate(cfg);
+                cfg.epoch_steps = 7;
+                const auto with = bcl_sim::simulate(cfg);
+                CHECK(only(without).step_max != only(with).step_max);
+            }
+        }
+    }
+}
+
+TEST_CASE("epochs: --mean-cost epoch gives each epoch's balancers their epoch's capped mean",
+          "[sim][epochs]") {
+    // Two ranks, B = 2, K = 1, epochs of N = 2 steps: 4 records per rank per epoch, 8 in all
+    // (a table source throws for a read past them, so neither epoch reads ahead). Cost = length.
+    //   rank 0: 1 2 3 10 | 4 4 4 4      rank 1: 6 6 2 1 | 1 1 1 9
+    // Uncapped means: rank 0 16/4 = 4 and 16/4 = 4; rank 1 15/4 = 3.75 and 12/4 = 3.
+    // A fixed cap of 5 clips 10, 6, 6 and 9 to 5: rank 0 11/4 = 2.75 and 4; rank 1 13/4 = 3.25
+    // and 8/4 = 2.
+    // A p75 cap clips at each epoch's 3rd smallest of 4 (nearest rank, ceil(0.75 * 4)): rank 0
+    // at 3 (1 2 3 3: 9/4 = 2.25) and 4 (4); rank 1 at 6 (15/4 = 3.75) and 1 (4/4 = 1).
+    const std::vector<std::vector<double>> streams{{1, 2, 3, 10, 4, 4, 4, 4},
+                                                   {6, 6, 2, 1, 1, 1, 1, 9}};
+    bcl_sim::sim_context ctx;
+    ctx.batch = 2;
+    ctx.lookahead = 1;
+    ctx.cost = bcl_sim::cost_model{0.0, 1.0, 0.0, {}};
+    ctx.truth = bcl_sim::cost_schedule(ctx.cost, std::nullopt);
+    ctx.epoch_steps = 2;
+    ctx.mean_cost_epoch = true;
+
+    // Runs `policy` for 4 steps; after steps 0 and 2, where epochs 0 and 1 start, rank r's
+    // balancer has mean_cost expected[r][epoch], which is also bcl::stream_mean_cost of the
+    // epoch's costs under the balancer's own cap.
+    const auto check_means = [&](std::string_view policy, const bcl_sim::sim_context& c,
+                                 const std::vector<std::vector<double>>& expected,
+                                 double cost_factor) {
+        hand_runner runner(policy, streams, c);
+        for (std::size_t epoch = 0; epoch < 2; ++epoch) {
+            runner.run(2 * epoch, 1);
+            for (std::size_t r = 0; r < 2; ++r) {
+                INFO("rank " << r << ", epoch " << epoch);
+                const bcl::options& opt = runner.settings(r);
+                CHECK(opt.mean_cost == Approx(expected[r][epoch]).epsilon(1e-12));
+                std::vector<double> costs;
+                for (std::size_t i = 4 * epoch; i < 4 * epoch + 4; ++i)
+                    costs.push_back(cost_factor * streams[r][i]);
+                CHECK(opt.mean_cost == bcl::stream_mean_cost(costs, opt.cap));
+            }
+            runner.run(2 * epoch + 1, 1);
+        }
+    };
+
+    SECTION("no cap, fixed cap, quantile cap") {
+        for (const char* policy : {"sliding", "tumbling"}) {
+            INFO(policy);
+            ctx.cap = bcl::cap_options{};
+            check_means(policy, ctx, {{4.0, 4.0}, {3.75, 3.0}}, 1.0);
+            ctx.cap = bcl_sim::bcl_cap(bcl_sim::parse_cap("5"), bcl::cap_action::clip, ctx.cost);
+            check_means(policy, ctx, {{2.75, 4.0}, {3.25, 2.0}}, 1.0);
+            ctx.cap = bcl_sim::bcl_cap(bcl_sim::parse_cap("p75"), bcl::cap_action::clip, ctx.cost);
+            check_means(policy, ctx, {{2.25, 4.0}, {3.75, 1.0}}, 1.0);
+        }
+    }
+
+    SECTION("sliding_true takes the true cost in force when the epoch starts") {
+        // True cost 2L, and 3L from step 2 on (epoch 1): twice and three times the means above.
+        ctx.truth = bcl_sim::cost_schedule(bcl_sim::cost_model{0.0, 2.0, 0.0, {}},
+                                           bcl_sim::drift_spec{2, {0.0, 3.0, 0.0, {}}});
+        hand_runner runner("sliding_true", streams, ctx);
+        runner.run(0, 1);
+        CHECK(runner.settings(0).mean_cost == Approx(2.0 * 4.0));
+        CHECK(runner.settings(1).mean_cost == Approx(2.0 * 3.75));
+        runner.run(1, 1);
+        runner.run(2, 1);
+        CHECK(runner.settings(0).mean_cost == Approx(3.0 * 4.0));
+        CHECK(runner.settings(1).mean_cost == Approx(3.0 * 3.0));
+        // The calibrated policies start from the prior --cost (L), not the true cost.
+        ctx.calibrate = true;
+        check_means("sliding", ctx, {{4.0, 4.0}, {3.75, 3.0}}, 1.0);
+    }
+
+    SECTION("without --mean-cost epoch the balancers keep their running mean") {
+        ctx.mean_cost_epoch = false;
+        hand_runner runner("sliding", streams, ctx);
+        runner.run(0, 1);
+        CHECK(runner.settings(0).mean_cost == 0.0);
+        CHECK(runner.settings(1).mean_cost == 0.0);
+    }
+}
+
+TEST_CASE("epochs: the epoch's mean steers sliding as the same mean given by --mean-cost does",
+          "[sim][epochs]") {
+    // One rank, B = 4, K = 2, epochs of N = 8 steps: 32 records, light first and heavy last
+    // (lengths 1..32 squared), the same in each of 3 epochs. The epoch's mean is then one number
+    // m, bit for bit (the same costs in the same order), so --mean-cost epoch must steer every
+    // round as --mean-cost m does: the same step costs. The running mean, far below m while the
+    // light records come in, steers differently: if the epoch's mean did not reach the balancer,
+    // the first two runs would differ and the last two agree.
+    std::vector<double> epoch;
+    for (int i = 1; i <= 32; ++i) epoch.push_back(static_cast<double>(i * i));
+    std::vector<double> stream;
+    for (int e = 0; e < 3; ++e) stream.insert(stream.end(), epoch.begin(), epoch.end());
+    const double m = bcl::stream_mean_cost(epoch, bcl::cap_options{});
+    CHECK(m == Approx(11440.0 / 32.0)); // sum of i^2 for i = 1..32 is 32*33*65/6 = 11440
+
+    sim_config cfg;
+    cfg.cost = bcl_sim::cost_model{0.0, 1.0, 0.0, {}};
+    cfg.ranks = 1;
+    cfg.batch = 4;
+    cfg.lookahead = 2;
+    cfg.steps = 24;
+    cfg.epoch_steps = 8;
+    cfg.policies = {"sliding"};
+    const auto source = [&] {
+        return std::make_unique<hand_source>(std::vector<std::vector<double>>{stream}, std::nullopt,
+                                             std::nullopt);
+    };
+    cfg.mean_cost_epoch = true;
+    const auto by_epoch = bcl_sim::simulate(cfg, source);
+    cfg.mean_cost_epoch = false;
+    cfg.mean_cost = m;
+    const auto given = bcl_sim::simulate(cfg, source);
+    cfg.mean_cost.reset();
+    const auto running = bcl_sim::simulate(cfg, source);
+    CHECK(only(by_epoch).step_max == only(given).step_max);
+    CHECK(only(by_epoch).step_max != only(running).step_max);
+    // Every epoch is the same records under the same options: the same 8 step costs each time.
+    const std::vector<double>& steps = only(by_epoch).step_max;
+    CHECK(std::vector<double>(steps.begin(), steps.begin() + 8) ==
+          std::vector<double>(steps.begin() + 8, steps.begin() + 16));
+}
+
+TEST_CASE("epochs: bad --epoch-steps, and --mean-cost epoch without epochs, are bad input",
+          "[sim][epochs][input]") {
+    sim_config cfg;
+    cfg.steps = 100;
+    bcl_sim::parse_mean_cost("epoch", cfg);
+    CHECK(cfg.mean_cost_epoch);
+    CHECK_FALSE(cfg.mean_cost_exact);
+    CHECK_FALSE(cfg.mean_cost);
+    CHECK_THROWS_AS(bcl_sim::validate(cfg), bcl_sim::input_error);
+    CHECK_THROWS_WITH(bcl_sim::validate(cfg),
+                      Contains("--mean-cost epoch") && Contains("give --epoch-steps N > 0"));
+    CHECK_THROWS_AS(bcl_sim::simulate(cfg), bcl_sim::input_error);
+    cfg.epoch_steps = 30; // the last of 4 epochs cut off after 10 steps: fine
+    CHECK_NOTHROW(bcl_sim::validate(cfg));
+    cfg.epoch_steps = 200; // longer than the run: one epoch, cut off
+    CHECK_NOTHROW(bcl_sim::validate(cfg));
+
+    // Another --mean-cost value clears `epoch`; an unknown one names the choices.
+    bcl_sim::parse_mean_cost("exact", cfg);
+    CHECK_FALSE(cfg.mean_cost_epoch);
+    CHECK_THROWS_WITH(bcl_sim::parse_mean_cost("epochs", cfg),
+                      Contains("--mean-cost epochs: expected none, exact, epoch, or a cost > 0"));
+    // Set through the API, epoch and a given mean contradict each other.
+    cfg.mean_cost_exact = false;
+    cfg.mean_cost = 5.0;
+    cfg.mean_cost_epoch = true;
+    CHECK_THROWS_WITH(bcl_sim::validate(cfg), Contains("--mean-cost: epoch is one choice"));
+
+    // An epoch of more than 2^30 records per rank: B = 16 and N = 2^26 + 1.
+    cfg.mean_cost.reset();
+    cfg.batch = 16;
+    cfg.epoch_steps = (std::size_t{1} << 26) + 1;
+    CHECK_THROWS_WITH(bcl_sim::validate(cfg),
+                      Contains("--epoch-steps * --batch must be at most 2^30 records"));
+    cfg.epoch_steps = std::size_t{1} << 26; // exactly 2^30 records
+    CHECK_NOTHROW(bcl_sim::validate(cfg));
+    // Negative, fractional and non-numeric --epoch-steps are the command line's (bcl_cli's
+    // whole_number check), tested as sim_cli_bad_*_epoch_steps in bench/sim/CMakeLists.txt.
+}

@@ -1,0 +1,66 @@
+#pragma once
+// bcl::stream_mean_cost: the level options::mean_cost stands for, computed from a stream's
+// estimated costs when all of them are known before the stream starts (a sampler that draws its
+// epoch's indices up front).
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/cost_estimator.hpp>
+#include <bcl/detail/number_text.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bcl {
+
+/// The mean of `costs` as a balancer with cap `cap` estimates them: each cost clipped at the cap
+/// in force once the cap has settled, that is a fixed cap's value, or for a quantile cap the
+/// quantile of `costs` itself by nearest rank (the ceil(q*n)-th smallest). A truncating cap counts
+/// as clipping: a truncated record costs about the cap. 0 for no costs.
+///
+/// Why: a sliding round aims its records at the long-run mean cost of the stream. By default each
+/// balancer estimates that mean from the records it has seen, and early in a stream, or in every
+/// epoch of a sampler that starts a balancer per epoch, ranks that see different records aim at
+/// levels far apart (docs/alignment.md). A stream whose costs are known up front has its exact
+/// mean: pass it as options::mean_cost and every round aims at what the stream really averages,
+/// from the first round on (the samplers for PyTorch and libtorch do this every epoch).
+///
+/// Throws bcl::error, changing nothing, for a cost that is NaN, negative or above
+/// bcl::max_estimate (naming its position and value) and for invalid cap options (see
+/// bcl::validate). O(n); a quantile cap also copies the costs to select the quantile.
+[[nodiscard]] inline double stream_mean_cost(std::span<const double> costs,
+                                             const cap_options& cap) {
+    validate(options{.batch_size = 1, .cap = cap});
+    for (std::size_t i = 0; i < costs.size(); ++i)
+        if (!(costs[i] >= 0.0 && costs[i] <= max_estimate))
+            throw error("bcl::stream_mean_cost: cost " + std::to_string(i) + " is " +
+                        detail::number_text(costs[i]) +
+                        "; it must be >= 0 and at most bcl::max_estimate (" +
+                        detail::number_text(max_estimate) + ")");
+    if (costs.empty()) return 0.0;
+    double level = HUGE_VAL;
+    if (cap.kind == cap_kind::fixed) {
+        level = cap.value;
+    } else if (cap.kind == cap_kind::quantile) {
+        std::vector<double> sorted(costs.begin(), costs.end());
+        const auto n = static_cast<double>(sorted.size());
+        const auto rank = std::clamp<std::size_t>(
+            static_cast<std::size_t>(std::ceil(cap.quantile * n)), 1, sorted.size());
+        const auto at = sorted.begin() + static_cast<std::ptrdiff_t>(rank - 1);
+        std::nth_element(sorted.begin(), at, sorted.end());
+        level = *at;
+    }
+    // An incremental mean: a sum of up to 2^64 costs of up to max_estimate each could overflow.
+    double mean = 0.0;
+    for (std::size_t i = 0; i < costs.size(); ++i)
+        mean += (std::min(costs[i], level) - mean) / static_cast<double>(i + 1);
+    return std::clamp(mean, 0.0, max_estimate);
+}
+
+} // namespace bcl

@@ -1,0 +1,151 @@
+"""Each epoch's own mean cost: with mean_cost=0 (the default) every epoch's balancer aims its
+sliding rounds at the mean cost of that epoch's indices on this rank, as the cap clips them,
+instead of a running mean that starts afresh every epoch. A fixed mean_cost is used as given."""
+
+import pickle
+
+import numpy as np
+import pytest
+from torch.utils.data import DistributedSampler
+
+import bcl
+from bcl import _core, _sampler
+
+from conftest import sequence_costs
+
+
+def heavy_costs(n, seed):
+    """Pareto-like costs: the running mean of a few hundred of them is far from their mean."""
+    rng = np.random.default_rng(seed)
+    return 100.0 / rng.uniform(0.0, 1.0, size=n) ** (1.0 / 1.5)
+
+
+def epoch_indices(sampler):
+    return [i for batch in sampler for i in batch]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_each_epochs_level_is_the_mean_cost_of_that_epochs_indices_on_this_rank(seed):
+    costs = heavy_costs(3000, seed)
+    inner = DistributedSampler(range(3000), num_replicas=4, rank=seed % 4, seed=seed)
+    sampler = bcl.BalancedBatchSampler(inner, costs, 8)
+    assert sampler.mean_cost == 0.0
+    levels = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        drawn = list(inner)
+        assert sorted(epoch_indices(sampler)) == sorted(drawn)
+        assert sampler.mean_cost == pytest.approx(np.mean(costs[drawn]), rel=1e-12)
+        levels.append(sampler.mean_cost)
+    # Each epoch draws other indices, so each has its own level.
+    assert len(set(levels)) == 3
+
+
+@pytest.mark.parametrize(
+    "cap, clip",
+    [(500.0, lambda c: 500.0), ("p90", lambda c: np.sort(c)[int(np.ceil(0.9 * len(c))) - 1])],
+)
+def test_the_level_is_the_mean_of_the_costs_as_the_cap_clips_them(cap, clip):
+    costs = heavy_costs(1000, 7)
+    sampler = bcl.BalancedBatchSampler(range(1000), costs, 8, cap=cap)
+    epoch_indices(sampler)
+    expected = np.mean(np.minimum(costs, clip(costs)))
+    assert sampler.mean_cost == pytest.approx(expected, rel=1e-12)
+    assert sampler.mean_cost < np.mean(costs)
+
+
+@pytest.mark.parametrize("policy", ["sliding", "tumbling"])
+def test_the_batches_are_those_of_a_balancer_given_that_level(policy):
+    costs = heavy_costs(4000, 3)
+    order = np.random.default_rng(3).permutation(4000).tolist()
+    own = bcl.BalancedBatchSampler(order, costs, 8, policy=policy)
+    batches = list(own)
+    fixed = bcl.BalancedBatchSampler(order, costs, 8, policy=policy, mean_cost=own.mean_cost)
+    assert list(fixed) == batches
+    assert fixed.mean_cost == own.mean_cost
+
+
+def test_the_level_changes_what_sliding_rounds_choose():
+    # The balancer that aims at its running mean (what the sampler did before it knew the
+    # epoch's level) chooses other rounds on a heavy tail, so the test above can fail.
+    costs = heavy_costs(4000, 3)
+    order = np.random.default_rng(3).permutation(4000)
+    own = list(bcl.BalancedBatchSampler(order.tolist(), costs, 8))
+    opt = _core.options()
+    opt.batch_size = 8
+    core = _core.epoch(_core.cost_table(costs, None), opt)
+    core.feed(order.astype(np.int64), 0)
+    running = []
+    while (batch := core.next_batch()) is not None:
+        running.append(batch)
+    assert sorted(map(sorted, running)) != sorted(map(sorted, own))
+
+
+def test_a_fixed_mean_cost_is_used_for_every_epoch():
+    costs = sequence_costs(500)
+    sampler = bcl.BalancedBatchSampler(range(500), costs, 4, mean_cost=123.5)
+    for _ in range(2):
+        epoch_indices(sampler)
+        assert sampler.mean_cost == 123.5
+
+
+def test_a_state_saved_mid_epoch_keeps_the_epochs_level():
+    costs = heavy_costs(2000, 11)
+    order = np.random.default_rng(11).permutation(2000).tolist()
+    first = bcl.BalancedBatchSampler(order, costs, 8)
+    expected = list(bcl.BalancedBatchSampler(order, costs, 8))
+    it = iter(first)
+    head = [next(it) for _ in range(30)]
+    state = pickle.loads(pickle.dumps(first.state_dict()))
+    assert state["epoch_mean_cost"] == first.mean_cost
+    second = bcl.BalancedBatchSampler(order, costs, 8)
+    second.load_state_dict(state)
+    assert second.mean_cost == first.mean_cost
+    assert head + list(second) == expected
+
+
+def test_a_state_of_the_previous_format_resumes_with_the_running_mean_it_was_saved_with():
+    # The previous format's balancers aimed at their running mean (options::mean_cost 0): such a
+    # state continues exactly as it was saved, and the next epoch gets its own level.
+    costs = heavy_costs(2000, 5)
+    order = np.arange(2000, dtype=np.int64)
+    opt = _core.options()
+    opt.batch_size = 8
+    core = _core.epoch(_core.cost_table(costs, None), opt)
+    core.feed(order, 0)
+    for _ in range(40):
+        core.next_batch()
+    data, pending = core.save()
+    state = {
+        "format": "bcl.BalancedBatchSampler/1",
+        "running": True,
+        "epoch": None,
+        "inner": None,
+        "position": int(core.position),
+        "length": 2000,
+        "digest": _sampler._digest(order),
+        "balancer": bytes(data),
+        "pending": pending.tolist(),
+    }
+    rest = []
+    while (batch := core.next_batch()) is not None:
+        rest.append(batch)
+
+    sampler = bcl.BalancedBatchSampler(order.tolist(), costs, 8)
+    sampler.load_state_dict(state)
+    assert sampler.mean_cost == 0.0
+    assert list(sampler) == rest
+    # The next epoch is a new one, with its own level.
+    assert sorted(epoch_indices(sampler)) == order.tolist()
+    assert sampler.mean_cost == pytest.approx(np.mean(costs), rel=1e-12)
+
+
+@pytest.mark.parametrize("saved, loading", [(0.0, 5.0), (5.0, 0.0)])
+def test_a_state_saved_with_a_fixed_mean_cost_needs_a_sampler_with_the_same(saved, loading):
+    costs = sequence_costs(600)
+    first = bcl.BalancedBatchSampler(range(600), costs, 4, mean_cost=saved)
+    it = iter(first)
+    next(it)
+    second = bcl.BalancedBatchSampler(range(600), costs, 4, mean_cost=loading)
+    with pytest.raises(bcl.Error, match="mean_cost"):
+        second.load_state_dict(first.state_dict())

@@ -38,8 +38,8 @@ echo "== pytest python/tests"
 echo "== bench/python/bench_sampler.py (quick)"
 "$venv/bin/python" bench/python/bench_sampler.py --n 100000 --repeats 2
 
-echo "== examples/python/train_ddp.py --smoke"
+echo "== examples/python/train_ddp.py --smoke --running-mean"
 # A bounded wait: two ranks that cannot reach each other would otherwise wait for gloo's timeout.
-timeout -k 10 240 "$venv/bin/python" examples/python/train_ddp.py --smoke
+timeout -k 10 240 "$venv/bin/python" examples/python/train_ddp.py --smoke --running-mean
 
 echo "== python checks passed"

@@ -12,14 +12,20 @@ estimate is a + b*L + c*L^2 with a, b, c fitted on this machine at start-up (bot
 a few lengths by CPU time; the least of the two is fitted).
 
 Each policy has its own model, optimizer and loader over the same records; they take turns step
-by step (which one goes first alternates), for --repeats epochs, so background load on a shared
-machine hits both alike. Printed: the wall time per step (the slower rank's), each rank's compute
-(CPU time of the forward and backward passes, which load on the machine barely changes) and the
-speedups. The run checks that every rank ran the same number of steps in every epoch (a rank
+by step (which one goes first rotates), for --repeats epochs, so background load on a shared
+machine hits them alike. Printed: the wall time per step (the slower rank's), each rank's compute
+(CPU time of the forward and backward passes, which load on the machine barely changes), the
+balance (mean rank compute over the slowest rank's, per step), the same balance of the batches'
+estimated costs (what bcl balances), and the speedups. The run checks that every rank ran the same number of steps in every epoch (a rank
 that runs one step more hangs a real trainer) and exits 1 if not.
 
     build-python/venv/bin/python examples/python/train_ddp.py            # the measured run
     build-python/venv/bin/python examples/python/train_ddp.py --smoke    # seconds: a quick check
+    build-python/venv/bin/python examples/python/train_ddp.py --running-mean   # a third policy
+
+--running-mean adds `bcl-running`, the sampler with mean_cost="running": each epoch's balancer
+aims at the running mean of the costs it has taken so far, instead of the epoch's own mean cost
+(the default), side by side with the other two.
 """
 
 import argparse
@@ -222,7 +228,7 @@ def run(rank, args):
         )
 
     policies = {}
-    for name in ("none", "bcl"):
+    for name in ("none", "bcl") + (("bcl-running",) if args.running_mean else ()):
         torch.manual_seed(args.seed)
         model = TinyLM(layers=args.layers)  # the same initial weights on every rank
         for p in model.parameters():
@@ -232,14 +238,16 @@ def run(rank, args):
         if name == "none":
             batches = BatchSampler(shard, args.batch_size, drop_last=False)
         else:
-            batches = bcl.BalancedBatchSampler(shard, costs, args.batch_size)
+            mean_cost = "running" if name == "bcl-running" else 0.0
+            batches = bcl.BalancedBatchSampler(shard, costs, args.batch_size,
+                                               mean_cost=mean_cost)
         loader = DataLoader(dataset, batch_sampler=batches, collate_fn=list)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         policies[name] = dict(model=model, shard=shard, batches=batches, loader=loader,
-                              optimizer=optimizer, wall=[], cpu=[], loss=[])
+                              optimizer=optimizer, wall=[], cpu=[], estimate=[], loss=[])
 
-    # The two policies take turns step by step (which goes first alternates), so background
-    # load on the machine hits both alike; each has its own model, data and optimizer.
+    # The policies take turns step by step (which goes first rotates), so background load on
+    # the machine hits them alike; each has its own model, data and optimizer.
     equal_steps = True
     for epoch in range(args.repeats):
         for p in policies.values():
@@ -248,13 +256,15 @@ def run(rank, args):
             else:
                 p["shard"].set_epoch(epoch)
             p["iterator"], p["epoch_steps"], p["epoch_loss"] = iter(p["loader"]), 0, []
-        running = ["none", "bcl"]
+        running = list(policies)
         step = 0
         while running:
-            for name in list(running) if step % 2 == 0 else list(reversed(running)):
+            first = step % len(running)
+            for name in running[first:] + running[:first]:
                 p = policies[name]
                 try:
-                    out = train_step(p, next(p["iterator"], None))
+                    batch = next(p["iterator"], None)
+                    out = train_step(p, batch)
                 except RuntimeError as e:
                     print(f"rank {rank}, {name}, epoch {epoch}: {e}", flush=True)
                     equal_steps = False
@@ -266,6 +276,7 @@ def run(rank, args):
                 wall, compute, loss = out
                 p["wall"].append(wall)
                 p["cpu"].append(compute)
+                p["estimate"].append(sum(a + b * len(t) + c * len(t) ** 2 for t in batch))
                 p["epoch_steps"] += 1
                 p["epoch_loss"].append(loss)
             step += 1
@@ -289,22 +300,29 @@ def run(rank, args):
     for p in policies.values():
         p["wall"] = np.max(gathered(p["wall"]), axis=0)
         p["cpu"] = np.array(gathered(p["cpu"])).T  # steps x ranks
+        p["estimate"] = np.array(gathered(p["estimate"])).T
     if rank == 0:
         wall, slowest = {}, {}
         for name, p in policies.items():
             cpu = p["cpu"]
             wall[name] = p["wall"].mean()
             slowest[name] = cpu.max(axis=1).mean()
+            estimate = p["estimate"]
             print(
                 f"{name:4s}: {len(p['wall'])} steps, {wall[name] * 1e3:.1f} ms per step (wall); "
                 f"compute per step: mean rank {cpu.mean() * 1e3:.1f} ms, slowest rank "
-                f"{slowest[name] * 1e3:.1f} ms (balance {cpu.mean() / slowest[name]:.3f}); "
+                f"{slowest[name] * 1e3:.1f} ms (balance {cpu.mean() / slowest[name]:.3f}, "
+                f"estimated {estimate.mean() / estimate.max(axis=1).mean():.3f}); "
                 f"loss {p['loss'][0]:.3f} -> {p['loss'][-1]:.3f}"
             )
-        print(f"speedup of bcl's default over none, wall time per step: "
-              f"{wall['none'] / wall['bcl']:.3f}")
-        print(f"speedup of bcl's default over none, slowest rank's compute per step: "
-              f"{slowest['none'] / slowest['bcl']:.3f}")
+        for name in policies:
+            if name == "none":
+                continue
+            which = "bcl's default" if name == "bcl" else name
+            print(f"speedup of {which} over none, wall time per step: "
+                  f"{wall['none'] / wall[name]:.3f}")
+            print(f"speedup of {which} over none, slowest rank's compute per step: "
+                  f"{slowest['none'] / slowest[name]:.3f}")
         print(f"every rank ran the same number of steps in every epoch: {equal_steps}")
     if not equal_steps:
         raise SystemExit(1)
@@ -326,6 +344,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shared-session", dest="own_session", action="store_false",
                         help="keep the ranks in the launcher's session (one scheduling group)")
+    parser.add_argument("--running-mean", action="store_true",
+                        help="also run bcl with mean_cost='running' (bcl-running)")
     parser.add_argument("--smoke", action="store_true",
                         help="a few short steps: checks that it runs, measures nothing")
     args = parser.parse_args()

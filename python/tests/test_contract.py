@@ -36,7 +36,7 @@ def setups(draw, max_n=600):
         seed=draw(st.integers(0, 2**64 - 1)),
         emission=draw(st.sampled_from(["costliest_first", "shuffled"])),
         batching=draw(st.sampled_from(["packed", "padded"])),
-        mean_cost=draw(st.sampled_from([0.0, 1.0, 1e4])),
+        mean_cost=draw(st.sampled_from([0.0, "running", 1.0, 1e4])),
     )
     return order, costs, options
 

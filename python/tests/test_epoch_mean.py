@@ -1,6 +1,7 @@
 """Each epoch's own mean cost: with mean_cost=0 (the default) every epoch's balancer aims its
 sliding rounds at the mean cost of that epoch's indices on this rank, as the cap clips them,
-instead of a running mean that starts afresh every epoch. A fixed mean_cost is used as given."""
+instead of a running mean that starts afresh every epoch. A fixed mean_cost is used as given;
+mean_cost="running" keeps the balancer's running mean."""
 
 import pickle
 
@@ -65,20 +66,63 @@ def test_the_batches_are_those_of_a_balancer_given_that_level(policy):
     assert fixed.mean_cost == own.mean_cost
 
 
+def running_mean_batches(costs, order, batch_size):
+    """The batches of a C++ balancer at its running mean (options::mean_cost 0) over `order`."""
+    opt = _core.options()
+    opt.batch_size = batch_size
+    core = _core.epoch(_core.cost_table(costs, None), opt)
+    core.feed(np.asarray(order, dtype=np.int64), 0)
+    batches = []
+    while (batch := core.next_batch()) is not None:
+        batches.append(batch)
+    return batches
+
+
 def test_the_level_changes_what_sliding_rounds_choose():
-    # The balancer that aims at its running mean (what the sampler did before it knew the
-    # epoch's level) chooses other rounds on a heavy tail, so the test above can fail.
+    # The balancer that aims at its running mean chooses other rounds on a heavy tail, so the
+    # test above can fail.
     costs = heavy_costs(4000, 3)
     order = np.random.default_rng(3).permutation(4000)
     own = list(bcl.BalancedBatchSampler(order.tolist(), costs, 8))
-    opt = _core.options()
-    opt.batch_size = 8
-    core = _core.epoch(_core.cost_table(costs, None), opt)
-    core.feed(order.astype(np.int64), 0)
-    running = []
-    while (batch := core.next_batch()) is not None:
-        running.append(batch)
+    running = running_mean_batches(costs, order, 8)
     assert sorted(map(sorted, running)) != sorted(map(sorted, own))
+
+
+def test_running_gives_the_batches_of_a_balancer_at_its_running_mean():
+    costs = heavy_costs(4000, 3)
+    order = np.random.default_rng(3).permutation(4000).tolist()
+    sampler = bcl.BalancedBatchSampler(order, costs, 8, mean_cost="running")
+    for _ in range(2):  # every epoch starts its running mean afresh
+        assert list(sampler) == running_mean_batches(costs, order, 8)
+        assert sampler.mean_cost == 0.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_running_keeps_the_contract_over_epochs_and_ranks(seed):
+    costs = heavy_costs(1000, seed)
+    for rank in range(3):
+        inner = DistributedSampler(range(1000), num_replicas=3, rank=rank, seed=seed)
+        sampler = bcl.BalancedBatchSampler(inner, costs, 8, mean_cost="running")
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            batches = list(sampler)
+            assert len(batches) == len(sampler)
+            assert all(len(b) == 8 for b in batches[:-1])
+            assert sorted(i for b in batches for i in b) == sorted(inner)
+
+
+def test_a_state_saved_mid_epoch_with_running_resumes_exactly():
+    costs = heavy_costs(2000, 13)
+    order = np.random.default_rng(13).permutation(2000).tolist()
+    first = bcl.BalancedBatchSampler(order, costs, 8, mean_cost="running")
+    expected = list(bcl.BalancedBatchSampler(order, costs, 8, mean_cost="running"))
+    it = iter(first)
+    head = [next(it) for _ in range(30)]
+    state = pickle.loads(pickle.dumps(first.state_dict()))
+    assert state["mean_cost_mode"] == "running" and state["epoch_mean_cost"] is None
+    second = bcl.BalancedBatchSampler(order, costs, 8, mean_cost="running")
+    second.load_state_dict(state)
+    assert head + list(second) == expected
 
 
 def test_a_fixed_mean_cost_is_used_for_every_epoch():
@@ -140,8 +184,12 @@ def test_a_state_of_the_previous_format_resumes_with_the_running_mean_it_was_sav
     assert sampler.mean_cost == pytest.approx(np.mean(costs), rel=1e-12)
 
 
-@pytest.mark.parametrize("saved, loading", [(0.0, 5.0), (5.0, 0.0)])
-def test_a_state_saved_with_a_fixed_mean_cost_needs_a_sampler_with_the_same(saved, loading):
+@pytest.mark.parametrize(
+    "saved, loading",
+    [(0.0, 5.0), (5.0, 0.0), (0.0, "running"), ("running", 0.0), (5.0, "running"),
+     ("running", 5.0)],
+)
+def test_a_state_needs_a_sampler_with_the_same_mean_cost(saved, loading):
     costs = sequence_costs(600)
     first = bcl.BalancedBatchSampler(range(600), costs, 4, mean_cost=saved)
     it = iter(first)
@@ -149,3 +197,35 @@ def test_a_state_saved_with_a_fixed_mean_cost_needs_a_sampler_with_the_same(save
     second = bcl.BalancedBatchSampler(range(600), costs, 4, mean_cost=loading)
     with pytest.raises(bcl.Error, match="mean_cost"):
         second.load_state_dict(first.state_dict())
+
+
+def test_a_state_without_a_mean_cost_mode_resumes_at_the_epochs_level():
+    # Format 2 first had no mean_cost_mode: the epoch's own level, or a fixed one.
+    costs = heavy_costs(1200, 17)
+    for mean_cost in (0.0, 40.0):
+        first = bcl.BalancedBatchSampler(range(1200), costs, 8, mean_cost=mean_cost)
+        expected = list(bcl.BalancedBatchSampler(range(1200), costs, 8, mean_cost=mean_cost))
+        it = iter(first)
+        head = [next(it) for _ in range(20)]
+        state = first.state_dict()
+        del state["mean_cost_mode"]
+        second = bcl.BalancedBatchSampler(range(1200), costs, 8, mean_cost=mean_cost)
+        second.load_state_dict(state)
+        assert head + list(second) == expected
+
+
+@pytest.mark.parametrize(
+    "change", [dict(mean_cost_mode="sometimes"), dict(mean_cost_mode="running"),
+               dict(mean_cost_mode="fixed"), dict(mean_cost_mode=["epoch"])]
+)
+def test_an_inconsistent_mean_cost_mode_is_an_error_that_changes_nothing(change):
+    costs = heavy_costs(800, 19)
+    first = bcl.BalancedBatchSampler(range(800), costs, 8)
+    expected = list(bcl.BalancedBatchSampler(range(800), costs, 8))
+    it = iter(first)
+    next(it)
+    state = dict(first.state_dict(), **change)  # epoch_mean_cost is set: mode "epoch" only
+    second = bcl.BalancedBatchSampler(range(800), costs, 8)
+    with pytest.raises(bcl.Error, match="mean_cost_mode|wrong type"):
+        second.load_state_dict(state)
+    assert list(second) == expected  # a fresh epoch, as if nothing had been loaded

@@ -48,7 +48,7 @@ def test_error_is_a_value_error():
         (dict(cap="p99", cap_action="drop"), "cap.action has no such value"),
         (dict(cap="p99", cap_action="truncate"), "a dataset index cannot be shrunk"),
         (dict(mean_cost=-1.0), "mean_cost must be >= 0"),
-        (dict(mean_cost="high"), "mean_cost must be a number"),
+        (dict(mean_cost="high"), "mean_cost must be a number or 'running'"),
         (dict(memory_budget=-1.0), "memory_budget must be finite and >= 0"),
         (dict(memory_budget=10.0), "no memory estimate was given"),
         (dict(policy="sliding", buffer_windows=2, max_age=0), "max_age"),

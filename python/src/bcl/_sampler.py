@@ -48,6 +48,26 @@ def _real(option, value):
     return float(value)
 
 
+def _mean_cost_mode(mean_cost):
+    """("epoch" | "fixed" | "running", the options::mean_cost the sampler's options hold)."""
+    if isinstance(mean_cost, str):
+        if mean_cost != "running":
+            raise Error(
+                f"bcl::options::mean_cost must be a number or 'running' (got {mean_cost!r})"
+            )
+        return "running", 0.0
+    level = _real("mean_cost", mean_cost)
+    return ("epoch" if level == 0.0 else "fixed"), level
+
+
+# How a state_dict() names the mean-cost mode its epoch ran in, for load_state_dict()'s message.
+_MEAN_COST_MODES = {
+    "epoch": "mean_cost=0 (each epoch's own)",
+    "fixed": "a fixed mean_cost",
+    "running": "mean_cost='running'",
+}
+
+
 def _flag(option, value):
     if not isinstance(value, (bool, np.bool_)):
         raise Error(f"bcl::options::{option} must be True or False (got {value!r})")
@@ -168,6 +188,9 @@ class BalancedBatchSampler:
             each epoch, the mean cost of that epoch's indices on this rank, as the cap clips
             them (``bcl::stream_mean_cost``), computed when the epoch starts; the sampler holds
             the epoch's indices anyway. A number > 0 fixes it for every epoch instead.
+            ``"running"``: each epoch's balancer estimates it from the indices it has taken
+            so far (the C++ balancer's default, options::mean_cost 0), starting afresh every
+            epoch, so the ranks aim at levels far apart early in each epoch.
         emission, batching, buffer_windows, max_age, largest_first: the ``bcl::options``
             fields of the same names, enum values by their C++ names (``"costliest_first"``,
             ``"shuffled"``, ``"packed"``, ``"padded"``).
@@ -210,7 +233,7 @@ class BalancedBatchSampler:
         opt.policy = _enum(_core.lookahead_policy, "policy", policy)
         opt.buffer_windows = _whole("buffer_windows", buffer_windows)
         opt.max_age = _whole("max_age", max_age)
-        opt.mean_cost = _real("mean_cost", mean_cost)
+        self._mean_cost_mode, opt.mean_cost = _mean_cost_mode(mean_cost)
         opt.cap = _cap_options(cap, cap_warmup, cap_action, cap_prior)
         opt.memory_budget = _real("memory_budget", memory_budget)
         opt.largest_first = _flag("largest_first", largest_first)
@@ -275,7 +298,7 @@ class BalancedBatchSampler:
             indices = self._pull()
             self._complete_table(indices)
             level = self._options.mean_cost
-            if level == 0.0:
+            if self._mean_cost_mode == "epoch":
                 level = self._table.mean_cost(indices, self._options.cap)
             core = self._epoch_type(self._table, _core.with_mean_cost(self._options, level))
             digest = None
@@ -313,7 +336,8 @@ class BalancedBatchSampler:
     @property
     def mean_cost(self):
         """The mean cost per index the current (or last) epoch's balancer aims at: the option
-        when it is fixed, else the epoch's own mean; 0 before the first epoch has started."""
+        when it is fixed, else the epoch's own mean; 0 before the first epoch has started, and
+        always 0 with mean_cost='running' (the balancer's own running estimate)."""
         if self._resume is not None:
             return self._resume[1]
         if self._run is not None:
@@ -350,8 +374,9 @@ class BalancedBatchSampler:
             position=int(position),
             length=int(length),
             digest=digest,
-            # The level computed for the epoch, or None where the mean_cost option fixes it.
-            epoch_mean_cost=float(level) if self._options.mean_cost == 0.0 else None,
+            # The level computed for the epoch, or None where it is not the epoch's own.
+            epoch_mean_cost=float(level) if self._mean_cost_mode == "epoch" else None,
+            mean_cost_mode=self._mean_cost_mode,
             balancer=bytes(data),
             pending=pending.tolist(),
         )
@@ -426,12 +451,16 @@ class BalancedBatchSampler:
             # (0: its running mean), and refuses the state if that differs from this one's.
             return fixed
         computed = state["epoch_mean_cost"]
-        if (computed is None) != (fixed != 0.0):
+        # States saved before mean_cost='running' existed have no mode: theirs follows from
+        # whether the epoch had its own level.
+        saved = state.get("mean_cost_mode", "fixed" if computed is None else "epoch")
+        if saved not in _MEAN_COST_MODES or (computed is None) != (saved != "epoch"):
+            raise Error("bcl.BalancedBatchSampler: the state's mean_cost_mode is inconsistent")
+        if saved != self._mean_cost_mode:
             raise Error(
-                "bcl.BalancedBatchSampler: the state was saved with "
-                + ("a fixed mean_cost" if computed is None else "mean_cost=0 (each epoch's own)")
-                + f", but this sampler has mean_cost={fixed!r}; bcl::options::mean_cost must "
-                "be the same"
+                f"bcl.BalancedBatchSampler: the state was saved with {_MEAN_COST_MODES[saved]}, "
+                f"but this sampler has {_MEAN_COST_MODES[self._mean_cost_mode]}; "
+                "bcl::options::mean_cost must be the same"
             )
         return fixed if computed is None else _real("epoch_mean_cost", computed)
 

@@ -16,8 +16,9 @@ by step (which one goes first rotates), for --repeats epochs, so background load
 machine hits them alike. Printed: the wall time per step (the slower rank's), each rank's compute
 (CPU time of the forward and backward passes, which load on the machine barely changes), the
 balance (mean rank compute over the slowest rank's, per step), the same balance of the batches'
-estimated costs (what bcl balances), and the speedups. The run checks that every rank ran the same number of steps in every epoch (a rank
-that runs one step more hangs a real trainer) and exits 1 if not.
+estimated costs (what bcl balances), and the speedups. The run checks that every rank ran the
+same number of steps in every epoch (a rank that runs one step more hangs a real trainer) and
+exits 1 if not.
 
     build-python/venv/bin/python examples/python/train_ddp.py            # the measured run
     build-python/venv/bin/python examples/python/train_ddp.py --smoke    # seconds: a quick check
@@ -217,7 +218,11 @@ def run(rank, args):
     times = torch.tensor(calibrate(probe, grid))
     dist.all_reduce(times, op=dist.ReduceOp.MIN)
     a, b, c = (float(x) for x in fit_cost_model(grid, times.numpy()))
-    costs = a + b * lengths + c * lengths.astype(np.float64) ** 2
+
+    def estimated_cost(length):  # of a sequence of `length` tokens (or an array of lengths)
+        return a + b * length + c * length ** 2
+
+    costs = estimated_cost(lengths.astype(np.float64))
     if rank == 0:
         ratio = f"1/{b / c:.0f}" if c > 0 and b > 0 else "n/a"
         print(
@@ -276,7 +281,7 @@ def run(rank, args):
                 wall, compute, loss = out
                 p["wall"].append(wall)
                 p["cpu"].append(compute)
-                p["estimate"].append(sum(a + b * len(t) + c * len(t) ** 2 for t in batch))
+                p["estimate"].append(sum(estimated_cost(len(t)) for t in batch))
                 p["epoch_steps"] += 1
                 p["epoch_loss"].append(loss)
             step += 1

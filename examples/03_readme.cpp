@@ -46,6 +46,7 @@ int main(int argc, char** argv) try {
     auto cost = bcl::affine_quadratic(0.0, 1.0, 1.0 / 24576, // a + b*L + c*L^2 ...
         [](const sample& s) { return s.tokens.size(); });  // ... of the token count L
     bcl::options opt{.batch_size = 16, .lookahead = 8};     // sliding policy: the default
+    opt.mean_cost = bcl::stream_mean_cost(samples, cost, opt.cap); // the epoch's mean cost
     auto batches = bcl::balance(std::move(samples), cost, opt); // records are moved, never copied
     for (std::span<sample> batch : batches)                   // 16 records each (the last: the rest)
         train_step(batch);

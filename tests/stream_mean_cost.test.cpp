@@ -1,7 +1,8 @@
 // bcl::stream_mean_cost: the mean of a stream's estimated costs as the cap clips them, the level
 // a sampler that knows its epoch's costs passes as options::mean_cost. It equals the sorted,
 // summed reference on every distribution and cap, stays finite at the largest estimates, and
-// refuses a bad cost or cap by name.
+// refuses a bad cost or cap by name. Given records and an estimator instead of costs, it reads
+// each record once and leaves them where they are.
 
 #include "support/distributions.hpp"
 
@@ -12,9 +13,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
+#include <istream>
 #include <limits>
+#include <list>
+#include <memory>
+#include <ranges>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -55,6 +63,47 @@ std::string thrown_by(std::span<const double> costs, const bcl::cap_options& cap
     return "nothing thrown";
 }
 
+/// A record that can only be moved, as a loader's samples often are: reading its cost must not
+/// need a copy, and a record that was moved from has no payload.
+struct sample {
+    std::size_t length = 0;
+    std::unique_ptr<int> payload = std::make_unique<int>(7);
+};
+
+/// The squared length, counting the records it is shown.
+struct squared_length {
+    std::size_t* calls;
+    double operator()(const sample& s) const {
+        ++*calls;
+        return static_cast<double>(s.length * s.length);
+    }
+};
+
+std::vector<sample> samples_of(std::initializer_list<std::size_t> lengths) {
+    std::vector<sample> samples;
+    for (const std::size_t length : lengths) samples.push_back({length});
+    return samples;
+}
+
+bool untouched(const std::vector<sample>& samples, std::initializer_list<std::size_t> lengths) {
+    std::size_t i = 0;
+    for (const std::size_t length : lengths) {
+        if (samples[i].length != length || !samples[i].payload || *samples[i].payload != 7)
+            return false;
+        ++i;
+    }
+    return i == samples.size();
+}
+
+struct length_as_cost {
+    double operator()(const int& length) const { return static_cast<double>(length); }
+};
+
+template <class Range>
+concept records_have_a_mean = requires(Range&& range) {
+    bcl::stream_mean_cost(std::forward<Range>(range), length_as_cost{}, bcl::cap_options{});
+};
+
 } // namespace
 
 TEST_CASE("stream_mean_cost is the mean of the costs as the cap clips them", "[stream_mean_cost]") {
@@ -94,6 +143,93 @@ TEST_CASE("stream_mean_cost caps at the quantile of the costs themselves, by nea
     CHECK(bcl::stream_mean_cost(costs, truncating) == Approx(10.5 / 5.0));
 }
 
+TEST_CASE("stream_mean_cost of records is the mean of their estimates as the cap clips them, each "
+          "record read once and left in place",
+          "[stream_mean_cost]") {
+    // Squared lengths 1, 4, 9, 100.
+    const std::initializer_list<std::size_t> lengths{1, 2, 3, 10};
+    std::vector<sample> samples = samples_of(lengths);
+    std::size_t calls = 0;
+    const squared_length cost{&calls};
+    CHECK(bcl::stream_mean_cost(samples, cost, {}) == Approx(114.0 / 4.0));
+    CHECK(calls == 4);
+    CHECK(untouched(samples, lengths));
+    CHECK(bcl::stream_mean_cost(samples, cost, fixed_cap(9.0)) == Approx(23.0 / 4.0));
+    // 0.75 * 4 = 3: the 3rd smallest, 9, caps the 100.
+    CHECK(bcl::stream_mean_cost(samples, cost, quantile_cap(0.75)) == Approx(23.0 / 4.0));
+    // 0.5 * 4 = 2: the 2nd smallest, 4, caps 9 and 100.
+    CHECK(bcl::stream_mean_cost(samples, cost, quantile_cap(0.5)) == Approx(13.0 / 4.0));
+    CHECK(calls == 16);
+    CHECK(untouched(samples, lengths));
+
+    // Any forward range: a list (not sized), a filtered view (not const-iterable), a transformed
+    // one (records made on the fly, as prvalues).
+    const std::list<int> list{3, 1, 2};
+    CHECK(bcl::stream_mean_cost(list, length_as_cost{}, {}) == Approx(2.0));
+    std::vector<int> numbers{1, 2, 3, 4, 5, 6};
+    auto even = numbers | std::views::filter([](int x) { return x % 2 == 0; });
+    CHECK(bcl::stream_mean_cost(even, length_as_cost{}, {}) == Approx(4.0));
+    CHECK(bcl::stream_mean_cost(numbers | std::views::transform([](int x) { return 10 * x; }),
+                                length_as_cost{}, fixed_cap(40.0)) == Approx(180.0 / 6.0));
+    CHECK(bcl::stream_mean_cost(std::vector<int>{}, length_as_cost{}, quantile_cap(0.9)) == 0.0);
+
+    // An input range would be used up by reading it: it does not compile.
+    STATIC_REQUIRE(records_have_a_mean<std::vector<int>&>);
+    STATIC_REQUIRE(records_have_a_mean<const std::list<int>&>);
+    STATIC_REQUIRE_FALSE(records_have_a_mean<std::ranges::istream_view<int>&>);
+}
+
+TEST_CASE("stream_mean_cost of records equals the mean of their costs on every distribution and "
+          "cap",
+          "[stream_mean_cost]") {
+    const std::vector<bcl::cap_options> caps{
+        {}, fixed_cap(50.0), quantile_cap(0.99), quantile_cap(0.5)};
+    std::uint64_t case_index = 1000;
+    for (const auto& dist : all_distributions())
+        for (const std::size_t n : {1U, 7U, 1000U})
+            for (const bcl::cap_options& cap : caps) {
+                const std::vector<double> costs = dist.generate(n, case_seed(++case_index));
+                // Records whose cost is looked up by their position, as a map-style dataset's.
+                std::vector<std::size_t> indices(n);
+                for (std::size_t i = 0; i < n; ++i) indices[i] = n - 1 - i;
+                const auto cost_of = [&costs](const std::size_t& i) { return costs[i]; };
+                INFO(dist.name << ", n = " << n << ", cap kind " << static_cast<int>(cap.kind));
+                CHECK(bcl::stream_mean_cost(indices, cost_of, cap) ==
+                      Approx(reference_mean(costs, cap)).epsilon(1e-12).margin(1e-300));
+            }
+}
+
+TEST_CASE("stream_mean_cost of records gives the level bcl::balance takes, the records still "
+          "there to balance",
+          "[stream_mean_cost]") {
+    const auto length_of = [](std::size_t i) { return (i * 37) % 23; };
+    std::vector<sample> samples;
+    for (std::size_t i = 0; i < 100; ++i) samples.push_back({length_of(i)});
+    std::size_t calls = 0;
+    const squared_length cost{&calls};
+    bcl::options opt{.batch_size = 4, .lookahead = 2};
+    opt.mean_cost = bcl::stream_mean_cost(samples, cost, opt.cap);
+    double sum = 0.0;
+    for (std::size_t i = 0; i < 100; ++i) sum += static_cast<double>(length_of(i) * length_of(i));
+    CHECK(opt.mean_cost == Approx(sum / 100.0));
+    std::vector<std::size_t> seen(23, 0);
+    std::size_t batches = 0;
+    for (auto&& batch : bcl::balance(std::move(samples), cost, opt)) {
+        CHECK(batch.size() == 4);
+        ++batches;
+        for (const sample& s : batch) {
+            CHECK((s.payload && *s.payload == 7));
+            ++seen[s.length];
+        }
+    }
+    CHECK(batches == 25);
+    for (std::size_t length = 0; length < 23; ++length) {
+        std::size_t expected = 0;
+        for (std::size_t i = 0; i < 100; ++i) expected += length_of(i) == length ? 1 : 0;
+        CHECK(seen[length] == expected);
+    }
+}
+
 TEST_CASE("stream_mean_cost of nothing is 0, and of the largest estimates stays finite",
           "[stream_mean_cost]") {
     CHECK(bcl::stream_mean_cost({}, {}) == 0.0);
@@ -122,4 +258,26 @@ TEST_CASE("stream_mean_cost refuses a bad cost by position and a bad cap by opti
     const std::vector<double> fine{1.0, 2.0};
     CHECK_THAT(thrown_by(fine, fixed_cap(0.0)), Catch::Contains("cap"));
     CHECK_THAT(thrown_by(fine, quantile_cap(1.5)), Catch::Contains("quantile"));
+
+    // Given records, the position named is the record's; what the estimator throws comes out
+    // unchanged; the records stay as they were.
+    const std::initializer_list<std::size_t> lengths{1, 2, 3};
+    std::vector<sample> samples = samples_of(lengths);
+    const auto nan_at_two = [nan](const sample& s) { return s.length == 3 ? nan : 1.0; };
+    try {
+        (void)bcl::stream_mean_cost(samples, nan_at_two, {});
+        FAIL("nothing thrown");
+    } catch (const bcl::error& e) {
+        CHECK_THAT(e.what(), Catch::Contains("bcl::stream_mean_cost: cost 2 is nan"));
+    }
+    struct lookup_failed : std::logic_error {
+        using std::logic_error::logic_error;
+    };
+    const auto fails_at_two = [](const sample& s) -> double {
+        if (s.length == 2) throw lookup_failed("no length for this record");
+        return 1.0;
+    };
+    CHECK_THROWS_AS(bcl::stream_mean_cost(samples, fails_at_two, {}), lookup_failed);
+    CHECK_THROWS_AS(bcl::stream_mean_cost(samples, nan_at_two, quantile_cap(1.5)), bcl::error);
+    CHECK(untouched(samples, lengths));
 }

@@ -113,6 +113,10 @@ private:
 ///     for (auto&& batch : bcl::balance(std::move(samples), cost, {.batch_size = 32}))
 ///         train_step(batch);
 ///
+/// Records at hand before the loop (an epoch) can give every round their own mean cost to aim at,
+/// rather than a running estimate that differs from rank to rank early on: set
+/// `opt.mean_cost = bcl::stream_mean_cost(samples, cost, opt.cap)` first (docs/alignment.md).
+///
 /// Throws bcl::error for invalid options; see balance_view for errors while iterating.
 template <std::ranges::viewable_range Range, class Estimator,
           partitioner Partitioner = lpt_swap_partitioner>

@@ -166,7 +166,9 @@ struct options {
     /// dataset) can pass it: every rank then aims at the same level from the first round, which
     /// lines up their batches further, most over short runs (docs/alignment.md). Under a cap,
     /// pass the mean of the capped costs, which is what the running mean averages: a level a few
-    /// percent below the costs that arrive keeps heavy records until they are due.
+    /// percent below the costs that arrive keeps heavy records until they are due. A loader that
+    /// holds the records before it balances them (an epoch) passes their own mean,
+    /// bcl::stream_mean_cost(records, estimator, cap).
     double mean_cost = 0.0;
     /// Outlier cap (default none); see cap_options.
     cap_options cap{};

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
+#include <ranges>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +63,33 @@ namespace bcl {
     for (std::size_t i = 0; i < costs.size(); ++i)
         mean += (std::min(costs[i], level) - mean) / static_cast<double>(i + 1);
     return std::clamp(mean, 0.0, max_estimate);
+}
+
+/// The same level for records at hand: the mean of `estimator` over `records` as cap `cap`
+/// clips it. For a loader that holds its epoch before it balances it, as bcl::balance's callers
+/// usually do:
+///
+///     opt.mean_cost = bcl::stream_mean_cost(samples, cost, opt.cap);
+///     for (auto&& batch : bcl::balance(std::move(samples), cost, opt)) ...
+///
+/// The records are only read, so the range must be a forward range (an input range would be used
+/// up). The estimator runs once per record here, and again when the balancer pushes it, so it
+/// should depend on the record alone (contract point 5); a calibrating estimator learns its units
+/// as it goes, so the level of its prior means nothing to it later. Throws what the estimator
+/// throws, unchanged, and bcl::error as the overload above does, naming the record's position;
+/// either way nothing is changed. Holds the n estimates while it runs (8 bytes per record).
+template <std::ranges::forward_range Records, class Estimator>
+requires cost_estimator<Estimator, std::ranges::range_value_t<Records>>
+[[nodiscard]] double stream_mean_cost(Records&& records, Estimator&& estimator,
+                                      const cap_options& cap) {
+    std::vector<double> costs;
+    if constexpr (std::ranges::sized_range<Records>)
+        costs.reserve(static_cast<std::size_t>(std::ranges::size(records)));
+    for (auto&& record : records) {
+        const std::ranges::range_value_t<Records>& read = record;
+        costs.push_back(static_cast<double>(std::invoke(estimator, read)));
+    }
+    return stream_mean_cost(costs, cap);
 }
 
 } // namespace bcl

@@ -128,7 +128,7 @@ std::vector<double> costs_of(const index_batch& indices, const length_cost_type&
 // balancer of an epoch of these indices when its options::mean_cost is 0.
 bcl::options at_epoch_mean(bcl::options opt, const index_batch& indices,
                            const length_cost_type& cost) {
-    opt.mean_cost = bcl::stream_mean_cost(costs_of(indices, cost), opt.cap);
+    opt.mean_cost = bcl::stream_mean_cost(indices, cost, opt.cap);
     return opt;
 }
 

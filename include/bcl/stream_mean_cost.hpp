@@ -74,10 +74,9 @@ namespace bcl {
 ///
 /// The records are only read, so the range must be a forward range (an input range would be used
 /// up). The estimator runs once per record here, and again when the balancer pushes it, so it
-/// should depend on the record alone (contract point 5); a calibrating estimator learns its units
-/// as it goes, so the level of its prior means nothing to it later. Throws what the estimator
-/// throws, unchanged, and bcl::error as the overload above does, naming the record's position;
-/// either way nothing is changed. Holds the n estimates while it runs (8 bytes per record).
+/// should depend on the record alone (contract point 5). Throws what the estimator throws,
+/// unchanged, and bcl::error as the overload above does, naming the record's position; either
+/// way nothing is changed. Holds the n estimates while it runs (8 bytes per record).
 template <std::ranges::forward_range Records, class Estimator>
 requires cost_estimator<Estimator, std::ranges::range_value_t<Records>>
 [[nodiscard]] double stream_mean_cost(Records&& records, Estimator&& estimator,

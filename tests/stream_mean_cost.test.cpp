@@ -273,11 +273,11 @@ TEST_CASE("stream_mean_cost refuses a bad cost by position and a bad cap by opti
     struct lookup_failed : std::logic_error {
         using std::logic_error::logic_error;
     };
-    const auto fails_at_two = [](const sample& s) -> double {
+    const auto fails_at_one = [](const sample& s) -> double {
         if (s.length == 2) throw lookup_failed("no length for this record");
         return 1.0;
     };
-    CHECK_THROWS_AS(bcl::stream_mean_cost(samples, fails_at_two, {}), lookup_failed);
+    CHECK_THROWS_AS(bcl::stream_mean_cost(samples, fails_at_one, {}), lookup_failed);
     CHECK_THROWS_AS(bcl::stream_mean_cost(samples, nan_at_two, quantile_cap(1.5)), bcl::error);
     CHECK(untouched(samples, lengths));
 }

@@ -172,8 +172,8 @@ void mutate_fields(bcl::detail::balancer_snapshot& s, byte_source& in) {
     const std::size_t changes = 1 + in.byte() % 4;
     for (std::size_t c = 0; c < changes; ++c) {
         const std::uint8_t what = in.byte();
-        note([&] { return "field change " + std::to_string(what % 20); });
-        switch (what % 20) {
+        note([&] { return "field change " + std::to_string(what % 21); });
+        switch (what % 21) {
         case 0:
             s.round = pick_u64(in);
             break;
@@ -253,6 +253,10 @@ void mutate_fields(bcl::detail::balancer_snapshot& s, byte_source& in) {
             ++st.records_out;
             break;
         }
+        case 19: // a waiting record said to have arrived elsewhere
+            if (!s.waiting_arrivals.empty())
+                s.waiting_arrivals[in.byte() % s.waiting_arrivals.size()] = pick_u64(in);
+            break;
         default: { // one of the running statistics
             const bcl::detail::stats_access::raw raw{pick_u64(in), pick_value(in), pick_value(in),
                                                      pick_value(in), pick_value(in)};

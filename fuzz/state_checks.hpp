@@ -60,6 +60,7 @@ inline std::string first_difference(const std::string& mine, const std::string& 
         {"waiting_batch_costs", bits(a.waiting_batch_costs) == bits(b.waiting_batch_costs)},
         {"waiting_batch_memory", bits(a.waiting_batch_memory) == bits(b.waiting_batch_memory)},
         {"waiting_records", a.waiting_records == b.waiting_records},
+        {"waiting_arrivals", a.waiting_arrivals == b.waiting_arrivals},
         {"buffer_costs", bits(a.buffer_costs) == bits(b.buffer_costs)},
         {"buffer_arrivals", a.buffer_arrivals == b.buffer_arrivals},
         {"buffer_memory", bits(a.buffer_memory) == bits(b.buffer_memory)},

@@ -59,7 +59,8 @@ ext = Pybind11Extension(
     ["src/core.cpp"],
     include_dirs=[str(INCLUDE)],
     # The headers, so that an edited header rebuilds the extension (build/ is kept between runs).
-    depends=sorted(str(p) for p in (INCLUDE / "bcl").rglob("*.hpp")),
+    depends=sorted(str(p) for p in (INCLUDE / "bcl").rglob("*.hpp"))
+    + sorted(str(p) for p in (HERE / "src").glob("*.hpp")),
     cxx_std=20,
     extra_compile_args=["-O2", "-g0"],
 )

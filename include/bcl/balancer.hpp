@@ -349,7 +349,7 @@ private:
         const std::span<const std::uint64_t> arrivals = m_buffer.arrivals();
         if constexpr (calibrating) m_calibration.start_round(rank.size());
         m_ready.place(
-            n, m_options.batch_size, m_buffer.records(),
+            n, m_options.batch_size, m_buffer.records(), arrivals,
             [&](std::size_t i) { return whole_buffer ? static_cast<std::uint32_t>(i) : slots[i]; },
             [&](std::size_t i) { return rank[pack_of[i]]; },
             [&](std::size_t i, std::uint32_t slot, std::uint32_t batch) {
@@ -384,6 +384,9 @@ private:
         s.waiting_batch_costs.assign(m_ready.waiting_costs().begin(),
                                      m_ready.waiting_costs().end());
         s.waiting_records = m_ready.waiting_records(m_options.batch_size);
+        const std::span<const std::uint64_t> waiting =
+            m_ready.waiting_arrivals(m_options.batch_size);
+        s.waiting_arrivals.assign(waiting.begin(), waiting.end());
         s.buffer_costs.assign(m_buffer.costs().begin(), m_buffer.costs().end());
         s.buffer_arrivals.assign(m_buffer.arrivals().begin(), m_buffer.arrivals().end());
         s.sketch = m_cap.sketch();
@@ -413,8 +416,8 @@ private:
         m_arrival_cost_total = s.arrival_cost_total;
         m_last_batch_cost = s.last_batch_cost;
         m_stats = std::move(s.stats);
-        m_ready.restore(saved.pending.begin(), s.waiting_records, s.waiting_batch_costs,
-                        s.waiting_batch_memory);
+        m_ready.restore(saved.pending.begin(), s.waiting_records, s.waiting_arrivals,
+                        s.waiting_batch_costs, s.waiting_batch_memory);
         m_buffer.assign(saved.pending.begin() + static_cast<std::ptrdiff_t>(s.waiting_records),
                         s.buffer_costs, s.buffer_memory, s.buffer_arrivals);
         m_cap.restore(s.sketch, s.quantile_cap);

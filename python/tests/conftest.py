@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+from bcl import _sampler, _state
+
 settings.register_profile(
     "bcl",
     max_examples=60,
@@ -24,3 +26,11 @@ def sequence_costs(n, seed=0):
 @pytest.fixture
 def costs_1000():
     return sequence_costs(1000)
+
+
+def resealed(state, **changes):
+    """`state` with `changes` applied and its checksum recomputed: a state edited with care, so
+    that a test reaches the checks behind the checksum (which catches careless edits)."""
+    state = dict(state, **changes)
+    state["checksum"] = _state.checksum(state, _sampler._CHECKED_FIELDS)
+    return state

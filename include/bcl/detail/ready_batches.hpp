@@ -14,9 +14,10 @@
 namespace bcl::detail {
 
 /// A round's records move here from the buffer, each to its place in its batch (a counting sort
-/// by batch); pop() hands out batch after batch. In the steady state the storage holds the
-/// previous round's handed-out records, which are assigned over; otherwise the places are listed
-/// first and the records gathered after. Everything is reserved up front.
+/// by batch), with its arrival position (a saved state names every record it holds by it);
+/// pop() hands out batch after batch. In the steady state the storage holds the previous round's
+/// handed-out records, which are assigned over; otherwise the places are listed first and the
+/// records gathered after. Everything is reserved up front.
 template <class Record>
 class ready_batches {
 public:
@@ -29,6 +30,7 @@ public:
 
     void reserve(std::size_t window, std::size_t lookahead) {
         m_records.reserve(window);
+        m_arrivals.reserve(window);
         m_cost.reserve(lookahead);
         m_memory.reserve(lookahead);
         m_next_place.reserve(lookahead);
@@ -55,15 +57,18 @@ public:
         m_next = 0;
     }
 
-    /// Moves the round's n records from `buffered` to their batches: record i (at buffer slot
-    /// slot_of(i)) goes to batch batch_of(i); `visit(i, slot, batch)` sees each on its way.
+    /// Moves the round's n records from `buffered` (arrived at `arrivals`, by slot) to their
+    /// batches: record i (at buffer slot slot_of(i)) goes to batch batch_of(i); `visit(i, slot,
+    /// batch)` sees each on its way.
     template <class SlotOf, class BatchOf, class Visit>
-    void place(std::size_t n, std::size_t batch_size, std::vector<Record>& buffered, SlotOf slot_of,
-               BatchOf batch_of, Visit visit) noexcept {
+    void place(std::size_t n, std::size_t batch_size, std::vector<Record>& buffered,
+               std::span<const std::uint64_t> arrivals, SlotOf slot_of, BatchOf batch_of,
+               Visit visit) noexcept {
         m_next_place.resize(m_cost.size());
         for (std::size_t r = 0; r < m_cost.size(); ++r)
             m_next_place[r] = static_cast<std::uint32_t>(r * batch_size);
         const bool in_place = m_records.size() == n;
+        m_arrivals.resize(n); // reserved for a window: allocates nothing
         if (!in_place) m_slot_order.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t batch = batch_of(i);
@@ -73,6 +78,7 @@ public:
                 m_records[place] = std::move(buffered[slot]);
             else
                 m_slot_order[place] = slot;
+            m_arrivals[place] = arrivals[slot];
             visit(i, slot, batch);
         }
         if (in_place) return;
@@ -99,6 +105,11 @@ public:
         return std::span<const Record>(m_records).subspan(m_records.size() -
                                                           waiting_records(batch_size));
     }
+    [[nodiscard]] std::span<const std::uint64_t>
+    waiting_arrivals(std::size_t batch_size) const noexcept {
+        return std::span<const std::uint64_t>(m_arrivals)
+            .subspan(m_arrivals.size() - waiting_records(batch_size));
+    }
     [[nodiscard]] std::span<const double> waiting_costs() const noexcept {
         return std::span<const double>(m_cost).subspan(m_next);
     }
@@ -107,12 +118,13 @@ public:
                                 : std::span<const double>(m_memory).subspan(m_next);
     }
 
-    /// Restoring: `count` waiting records moved from `records`, in batches of these costs and
-    /// memory.
+    /// Restoring: `count` waiting records moved from `records`, arrived at `arrivals`, in batches
+    /// of these costs and memory.
     template <class Iterator>
-    void restore(Iterator records, std::size_t count, std::span<const double> cost,
-                 std::span<const double> memory) {
+    void restore(Iterator records, std::size_t count, std::span<const std::uint64_t> arrivals,
+                 std::span<const double> cost, std::span<const double> memory) {
         for (std::size_t i = 0; i < count; ++i) m_records.push_back(std::move(*records++));
+        m_arrivals.assign(arrivals.begin(), arrivals.end());
         m_cost.assign(cost.begin(), cost.end());
         m_memory.assign(memory.begin(), memory.end());
         m_next = 0;
@@ -120,6 +132,7 @@ public:
 
     void clear() noexcept {
         m_records.clear();
+        m_arrivals.clear();
         m_cost.clear();
         m_memory.clear();
         m_next = 0;
@@ -127,6 +140,7 @@ public:
 
 private:
     std::vector<Record> m_records;           // the round's records, batch after batch
+    std::vector<std::uint64_t> m_arrivals;   // and their arrival positions
     std::vector<double> m_cost;              // estimated cost of each batch
     std::vector<double> m_memory;            // and its memory (with a memory estimator)
     std::size_t m_next = 0;                  // next batch to hand out

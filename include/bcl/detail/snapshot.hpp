@@ -40,9 +40,10 @@ struct balancer_snapshot {
     std::array<std::vector<double>, heavy_slots::slots> heavy_recent; // their last top records
     std::vector<double> waiting_batch_memory;
     std::vector<double> buffer_memory;
-    std::vector<double> waiting_batch_costs; // batches partitioned and not yet popped
-    std::size_t waiting_records = 0;         // their records, which come first in `pending`
-    std::vector<double> buffer_costs;        // then the buffer, in arrival order
+    std::vector<double> waiting_batch_costs;     // batches partitioned and not yet popped
+    std::size_t waiting_records = 0;             // their records, which come first in `pending`
+    std::vector<std::uint64_t> waiting_arrivals; // and those records' arrival positions
+    std::vector<double> buffer_costs;            // then the buffer, in arrival order
     std::vector<std::uint64_t> buffer_arrivals;
     calibration_snapshot calibration; // a calibrating balancer's fit and its waiting batches
 
@@ -52,7 +53,7 @@ struct balancer_snapshot {
 };
 
 inline constexpr std::uint64_t snapshot_magic = 0x3174617473'6c6362ULL; // "bclstat1", little-endian
-inline constexpr std::uint64_t snapshot_version = 7;
+inline constexpr std::uint64_t snapshot_version = 8;
 
 /// The largest records_in a saved state may claim: a balancer pushing a record a nanosecond
 /// would need 146 years to reach it, and below it no position or batch index the balancer
@@ -209,6 +210,7 @@ inline calibration_snapshot read_calibration(byte_reader& r, const options& opt,
         if (s.tracks_memory) w.f64(s.waiting_batch_memory[i]);
     }
     w.u64(s.waiting_records);
+    for (const std::uint64_t a : s.waiting_arrivals) w.u64(a);
     w.u64(s.buffer_costs.size());
     for (std::size_t i = 0; i < s.buffer_costs.size(); ++i) {
         w.f64(s.buffer_costs[i]);
@@ -282,7 +284,9 @@ inline calibration_snapshot read_calibration(byte_reader& r, const options& opt,
         s.waiting_batch_costs[i] = r.f64("the waiting batch costs");
         if (s.tracks_memory) s.waiting_batch_memory[i] = r.f64("the waiting batch memory");
     }
-    s.waiting_records = r.count("the waiting record count", s.opt.lookahead * s.opt.batch_size, 0);
+    s.waiting_records = r.count("the waiting record count", s.opt.lookahead * s.opt.batch_size, 8);
+    s.waiting_arrivals.resize(s.waiting_records);
+    for (std::uint64_t& a : s.waiting_arrivals) a = r.u64("the waiting records' arrival positions");
     const std::size_t buffered = r.count("the buffered record count", buffer_capacity(s.opt), 16);
     s.buffer_costs.resize(buffered);
     s.buffer_arrivals.resize(buffered);

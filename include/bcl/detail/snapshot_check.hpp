@@ -11,6 +11,7 @@
 #include <bcl/options.hpp>
 #include <bcl/statistics.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 namespace bcl::detail {
 
@@ -104,6 +106,17 @@ inline void check_consistent(const balancer_snapshot& s) {
                     "an invalid arrival position for buffered record " + text(i));
         previous = a;
     }
+    // Every record held is named by its arrival position, and no position twice.
+    check_saved(s.waiting_arrivals.size() == s.waiting_records,
+                text(s.waiting_arrivals.size()) + " arrival positions for " +
+                    text(s.waiting_records) + " waiting records");
+    std::vector<std::uint64_t> held(s.waiting_arrivals);
+    held.insert(held.end(), s.buffer_arrivals.begin(), s.buffer_arrivals.end());
+    std::sort(held.begin(), held.end());
+    check_saved(held.empty() || held.back() < st.records_in,
+                "a record held that arrived after the last record pushed");
+    check_saved(std::adjacent_find(held.begin(), held.end()) == held.end(),
+                "two records held with the same arrival position");
     for (const double c : s.waiting_batch_costs)
         check_saved(c >= 0.0 && c < HUGE_VAL, "an invalid batch cost");
     check_saved(!s.tracks_memory || (s.waiting_batch_memory.size() == waiting &&

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace bcl::detail {
@@ -43,10 +45,8 @@ public:
     /// Sizes the scratch for buffers of up to n items, so that later calls allocate nothing.
     void reserve(std::size_t n) {
         m_ranked.reserve(n);
-        if (m_in_store.size() < n) {
-            m_in_store.resize(n);
-            m_out_store.resize(n);
-        }
+        m_in_store.reserve(n);
+        m_out_store.reserve(n);
     }
 
     /// Writes chosen[i] = 1 for the chosen items, 0 for the others. Returns the chosen total.
@@ -116,8 +116,8 @@ private:
         for (std::size_t r = m_ranked.size(); r-- > 0;) {
             const auto slot = static_cast<std::uint32_t>(forced + m_ranked.position(r));
             const item x{m_ranked.cost(r), slot};
-            m_in_store[in] = x;
-            m_out_store[out] = x;
+            m_in_store.data()[in] = x;
+            m_out_store.data()[out] = x;
             in += chosen[slot];
             out += 1U - chosen[slot];
         }
@@ -166,9 +166,38 @@ private:
         list[at] = x;
     }
 
-    ranked_costs m_ranked;        // the free candidates by cost
-    std::vector<item> m_in_store; // room for every candidate in each list
-    std::vector<item> m_out_store;
+    ranked_costs m_ranked; // the free candidates by cost
+    // Room for n items, left uninitialized (each slot is written before it is read), so room
+    // made for a large buffer costs address space, not resident memory, until it is used. A copy
+    // starts empty: it is scratch, and the selector makes room before each use.
+    class item_store {
+    public:
+        item_store() = default;
+        item_store(const item_store& /*other*/) noexcept {}
+        item_store& operator=(const item_store& /*other*/) noexcept { return *this; }
+        item_store(item_store&& other) noexcept
+            : m_items(std::move(other.m_items)), m_size(std::exchange(other.m_size, 0)) {}
+        item_store& operator=(item_store&& other) noexcept {
+            m_items = std::move(other.m_items);
+            m_size = std::exchange(other.m_size, 0);
+            return *this;
+        }
+        ~item_store() = default;
+
+        void reserve(std::size_t n) {
+            if (m_size >= n) return;
+            m_items = std::make_unique_for_overwrite<item[]>(n);
+            m_size = n;
+        }
+        [[nodiscard]] item* data() noexcept { return m_items.get(); }
+
+    private:
+        std::unique_ptr<item[]> m_items;
+        std::size_t m_size = 0;
+    };
+
+    item_store m_in_store; // room for every candidate in each list
+    item_store m_out_store;
     std::span<item> m_in;  // chosen free candidates, cheapest first
     std::span<item> m_out; // unchosen candidates, cheapest first
 };

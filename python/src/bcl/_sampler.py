@@ -1,54 +1,38 @@
 """bcl.BalancedBatchSampler: the Python face of bcl::balancer over dataset indices."""
 
-import hashlib
-import numbers
-import re
-from collections.abc import Mapping
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Optional, Union
 
 import numpy as np
 
 from . import _core
+from . import _inputs as inputs
 from ._core import Error
+from ._state import Reader, checksum, indices_digest, inner_kind
 
-# Identifies the layout of state_dict(); load_state_dict() refuses any other but the previous
-# one, whose epochs ran with each balancer's running mean (level 0).
-STATE_FORMAT = "bcl.BalancedBatchSampler/2"
-_RUNNING_MEAN_FORMAT = "bcl.BalancedBatchSampler/1"
+# Identifies the layout of state_dict(). The formats before it are refused: their balancer bytes
+# do not name the records of the waiting batches, so nothing could check them.
+STATE_FORMAT = "bcl.BalancedBatchSampler/3"
+_EARLIER_FORMATS = ("bcl.BalancedBatchSampler/1", "bcl.BalancedBatchSampler/2")
 
-_UINT64_END = 1 << 64
+# The fields the checksum covers: all but the inner sampler's own state, which is the inner
+# sampler's to check.
+_CHECKED_FIELDS = (
+    "format", "running", "epoch", "position", "length", "digest", "epoch_mean_cost",
+    "mean_cost_mode", "balancer", "pending", "dataset_size", "inner_kind",
+)  # fmt: skip
 
+# The fields only a state saved mid-epoch has.
+_RUNNING_FIELDS = (
+    "position", "length", "digest", "epoch_mean_cost", "mean_cost_mode", "balancer", "pending",
+)  # fmt: skip
 
-def _enum(enum_type, option, value):
-    """The member of a _core enum named `value` (its C++ name), or bcl.Error listing the names."""
-    if isinstance(value, enum_type):
-        return value
-    members = enum_type.__members__
-    if isinstance(value, str) and value in members:
-        return members[value]
-    raise Error(
-        f"bcl::options::{option} has no such value ({value!r}); "
-        f"choose one of {', '.join(repr(m) for m in members)}"
-    )
-
-
-def _whole(option, value):
-    """`value` as a non-negative int that fits a std::size_t/std::uint64_t."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise Error(f"bcl::options::{option} must be an integer (got {value!r})")
-    value = int(value)
-    if not 0 <= value < _UINT64_END:
-        raise Error(f"bcl::options::{option} must be a non-negative integer (got {value})")
-    return value
+_WHO = "bcl.BalancedBatchSampler"
 
 
-def _real(option, value):
-    """`value` as a float; the C++ validation then checks its range (NaN included)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise Error(f"bcl::options::{option} must be a number (got {value!r})")
-    return float(value)
-
-
-def _mean_cost_mode(mean_cost):
+def _mean_cost_mode(mean_cost: Union[float, str]) -> tuple[str, float]:
     """("epoch" | "fixed" | "running", the options::mean_cost the sampler's options hold)."""
     if isinstance(mean_cost, str):
         if mean_cost != "running":
@@ -56,7 +40,7 @@ def _mean_cost_mode(mean_cost):
                 f"bcl::options::mean_cost must be a number or 'running' (got {mean_cost!r})"
             )
         return "running", 0.0
-    level = _real("mean_cost", mean_cost)
+    level = inputs.real("mean_cost", mean_cost)
     return ("epoch" if level == 0.0 else "fixed"), level
 
 
@@ -68,93 +52,23 @@ _MEAN_COST_MODES = {
 }
 
 
-def _flag(option, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise Error(f"bcl::options::{option} must be True or False (got {value!r})")
-    return bool(value)
-
-
-_QUANTILE = re.compile(r"p(\d+(?:\.\d*)?)")
-
-
-def _cap_options(cap, cap_warmup, cap_action, cap_prior):
-    """bcl::cap_options from the Python spelling: None, a number (fixed cap) or "p99"."""
-    c = _core.cap_options()
-    if cap is None:
-        c.kind = _core.cap_kind.none
-    elif isinstance(cap, str):
-        match = _QUANTILE.fullmatch(cap.strip())
-        if not match:
-            raise Error(
-                f"cap must be None, a number (a fixed cap) or a quantile such as 'p99' "
-                f"(got {cap!r})"
-            )
-        c.kind = _core.cap_kind.quantile
-        c.quantile = float(match.group(1)) / 100.0
-    else:
-        c.kind = _core.cap_kind.fixed
-        c.value = _real("cap.value", cap)
-    c.warmup = _whole("cap.warmup", cap_warmup)
-    c.prior = _real("cap.prior", cap_prior)
-    action = _enum(_core.cap_action, "cap.action", cap_action)
-    if action == _core.cap_action.truncate:
-        raise Error(
-            "bcl::options::cap.action 'truncate' shrinks a record to fit under the cap, and a "
-            "dataset index cannot be shrunk: truncate the sequences in the dataset itself and "
-            "pass their new costs, or keep cap_action='clip', which balances with the capped "
-            "estimate and leaves the record as it is"
-        )
-    c.action = action
-    return c
-
-
-def _as_function(name, values):
-    """A callable index -> float for `values` (a callable, a mapping or a sequence)."""
-    if callable(values):
-        return values
-    if isinstance(values, Mapping):
-        return values.__getitem__
-    array = _as_array(name, values)
-    return array.__getitem__
-
-
-def _as_array(name, values):
-    """`values` as a one-dimensional float64 array, or bcl.Error."""
-    try:
-        if hasattr(values, "detach"):  # a torch tensor, without importing torch
-            values = values.detach().cpu().numpy()
-        array = np.ascontiguousarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise Error(
-            f"{name} must be a sequence or array of numbers indexed by dataset index, or a "
-            f"callable index -> {name} ({e})"
-        ) from None
-    if array.ndim != 1:
-        raise Error(f"{name} must be one-dimensional (got shape {array.shape})")
-    return array
-
-
-def _digest(indices):
-    return hashlib.blake2b(indices.tobytes(), digest_size=16).hexdigest()
-
-
 class _Run:
-    """One epoch in progress: the C++ balancer, the epoch's indices, what restores it."""
+    """One epoch in progress: the C++ epoch (which holds the epoch's indices), what restores it."""
 
-    __slots__ = ("core", "level", "indices", "inner_state", "epoch", "done", "_digest")
+    __slots__ = ("core", "level", "inner_state", "epoch", "done", "_digest")
 
-    def __init__(self, core, level, indices, inner_state, epoch, digest=None):
+    def __init__(self, core: Any, level: float, inner_state: Any, epoch: Optional[int],
+                 digest: Optional[str] = None) -> None:  # fmt: skip
         self.core = core
         self.level = level  # the mean cost the epoch's balancer aims at (its options::mean_cost)
         self.done = False  # the iterator has ended (not merely handed out the last batch)
-        self.indices = indices
         self.inner_state = inner_state
         self.epoch = epoch
         self._digest = digest
 
-    def digest(self):
+    def digest(self) -> str:
         if self._digest is None:
-            self._digest = _digest(self.indices)
+            self._digest = indices_digest(self.core.indices)
         return self._digest
 
 
@@ -170,9 +84,11 @@ class BalancedBatchSampler:
     emits the same count, and every index of the epoch comes out exactly once.
 
     Args:
-        sampler: iterable of dataset indices (ints).
+        sampler: iterable of dataset indices (ints; a bool, a float or a string is a bcl.Error).
         costs: the estimated cost of each dataset index: a sequence, numpy array or tensor
-            indexed by dataset index, a mapping, or a callable ``index -> cost``. Costs must be
+            indexed by dataset index (checked whole here: a NaN, a negative or absurd cost is a
+            bcl.Error naming its index before any epoch starts), a mapping, or a callable
+            ``index -> cost`` (asked once per index, each answer checked). Costs must be real,
             finite and >= 0.
         batch_size: B, indices per batch.
         lookahead: K, batches per lookahead window (default 8).
@@ -202,41 +118,41 @@ class BalancedBatchSampler:
 
     def __init__(
         self,
-        sampler,
-        costs,
-        batch_size,
-        lookahead=8,
-        policy="sliding",
-        drop_last=False,
-        seed=0,
-        cap=None,
-        memory=None,
-        memory_budget=0.0,
+        sampler: Any,
+        costs: inputs.CostSource,
+        batch_size: int,
+        lookahead: int = 8,
+        policy: str = "sliding",
+        drop_last: bool = False,
+        seed: int = 0,
+        cap: Union[None, float, str] = None,
+        memory: Optional[inputs.CostSource] = None,
+        memory_budget: float = 0.0,
         *,
-        emission="costliest_first",
-        batching="packed",
-        buffer_windows=2,
-        max_age=2,
-        mean_cost=0.0,
-        largest_first=False,
-        cap_warmup=0,
-        cap_action="clip",
-        cap_prior=0.0,
-    ):
+        emission: str = "costliest_first",
+        batching: str = "packed",
+        buffer_windows: int = 2,
+        max_age: int = 2,
+        mean_cost: Union[float, str] = 0.0,
+        largest_first: bool = False,
+        cap_warmup: int = 0,
+        cap_action: str = "clip",
+        cap_prior: float = 0.0,
+    ) -> None:
         opt = _core.options()
-        opt.batch_size = _whole("batch_size", batch_size)
-        opt.lookahead = _whole("lookahead", lookahead)
-        opt.drop_last = _flag("drop_last", drop_last)
-        opt.seed = _whole("seed", seed)
-        opt.emission = _enum(_core.emission_order, "emission", emission)
-        opt.batching = _enum(_core.batch_cost, "batching", batching)
-        opt.policy = _enum(_core.lookahead_policy, "policy", policy)
-        opt.buffer_windows = _whole("buffer_windows", buffer_windows)
-        opt.max_age = _whole("max_age", max_age)
+        opt.batch_size = inputs.whole("batch_size", batch_size)
+        opt.lookahead = inputs.whole("lookahead", lookahead)
+        opt.drop_last = inputs.flag("drop_last", drop_last)
+        opt.seed = inputs.whole("seed", seed)
+        opt.emission = inputs.enum_value(_core.emission_order, "emission", emission)
+        opt.batching = inputs.enum_value(_core.batch_cost, "batching", batching)
+        opt.policy = inputs.enum_value(_core.lookahead_policy, "policy", policy)
+        opt.buffer_windows = inputs.whole("buffer_windows", buffer_windows)
+        opt.max_age = inputs.whole("max_age", max_age)
         self._mean_cost_mode, opt.mean_cost = _mean_cost_mode(mean_cost)
-        opt.cap = _cap_options(cap, cap_warmup, cap_action, cap_prior)
-        opt.memory_budget = _real("memory_budget", memory_budget)
-        opt.largest_first = _flag("largest_first", largest_first)
+        opt.cap = inputs.cap_options(cap, cap_warmup, cap_action, cap_prior)
+        opt.memory_budget = inputs.real("memory_budget", memory_budget)
+        opt.largest_first = inputs.flag("largest_first", largest_first)
         _core.validate(opt)
         if opt.memory_budget > 0.0 and memory is None:
             raise Error(
@@ -247,36 +163,35 @@ class BalancedBatchSampler:
             raise Error("costs is required: the estimated cost of each dataset index")
 
         self.sampler = sampler
-        self.batch_size = opt.batch_size
-        self.drop_last = opt.drop_last
+        self.batch_size: int = opt.batch_size
+        self.drop_last: bool = opt.drop_last
         self._options = opt
         self._epoch_type = _core.epoch if memory is None else _core.memory_epoch
-        if callable(costs) or isinstance(costs, Mapping) or callable(memory) or isinstance(
-            memory, Mapping
-        ):
+        if inputs.is_lookup(costs) or inputs.is_lookup(memory):
             # Costs known one index at a time: looked up for each epoch's new indices.
-            self._cost_of = _as_function("costs", costs)
-            self._memory_of = None if memory is None else _as_function("memory", memory)
+            self._cost_of: Optional[inputs.Lookup] = inputs.Lookup("costs", costs)
+            self._memory_of = None if memory is None else inputs.Lookup("memory", memory)
             self._table = _core.cost_table(memory is not None)
         else:
             self._cost_of = self._memory_of = None
             self._table = _core.cost_table(
-                _as_array("costs", costs), None if memory is None else _as_array("memory", memory)
+                inputs.real_array("costs", costs),
+                None if memory is None else inputs.real_array("memory", memory),
             )
-        self._epoch = None  # the last set_epoch() value
-        self._run = None  # the epoch being iterated, or the last one
-        self._resume = None  # a loaded state, waiting for the next __iter__
+        self._epoch: Optional[int] = None  # the last set_epoch() value
+        self._run: Optional[_Run] = None  # the epoch being iterated, or the last one
+        self._resume: Optional[_Run] = None  # a loaded state, waiting for the next __iter__
 
     # -- iteration -----------------------------------------------------------------------------
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches per epoch: ceil(N / batch_size), or floor with drop_last (N = len(sampler))."""
         n = len(self.sampler)
         if self.drop_last:
             return n // self.batch_size
         return (n + self.batch_size - 1) // self.batch_size
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[int]]:
         # The epoch starts at the first next(), not here: a DataLoader calls iter() on its batch
         # sampler and may drop that iterator unused, which must not consume the inner sampler
         # (nor a loaded state).
@@ -288,234 +203,217 @@ class BalancedBatchSampler:
             batch = next_batch()
         run.done = True
 
-    def _start(self):
-        """Begins an epoch (or the loaded state's): pulls its indices, feeds the balancer."""
+    def _start(self) -> _Run:
+        """Begins an epoch (or the loaded state's, prepared by load_state_dict())."""
         resume, self._resume = self._resume, None
-        if resume is None:
-            inner_state = self._inner_state()
-            epoch = self._current_epoch()
-            position = 0
-            indices = self._pull()
-            self._complete_table(indices)
-            level = self._options.mean_cost
-            if self._mean_cost_mode == "epoch":
-                level = self._table.mean_cost(indices, self._options.cap)
-            core = self._epoch_type(self._table, _core.with_mean_cost(self._options, level))
-            digest = None
-        else:
-            core, level, inner_state, epoch, position, length, digest = resume
-            indices = self._pull()
-            if len(indices) != length or _digest(indices) != digest:
-                raise Error(
-                    "bcl.BalancedBatchSampler: the inner sampler yields other indices for this "
-                    f"epoch than when the state was saved ({len(indices)} indices now, {length} "
-                    "then); restoring needs an inner sampler that repeats an epoch's order "
-                    "(e.g. a DistributedSampler with the same seed and epoch) or one with "
-                    "state_dict()/load_state_dict()"
-                )
-            self._complete_table(indices)
-        core.feed(indices, position)
-        self._run = _Run(core, level, indices, inner_state, epoch, digest)
+        if resume is not None:
+            self._run = resume
+            return resume
+        inner_state = self._inner_state()
+        epoch = self._current_epoch()
+        indices = self._pull()
+        self._complete_table(indices)
+        level = self._options.mean_cost
+        if self._mean_cost_mode == "epoch":
+            level = _core.epoch_mean_cost(self._table, indices, self._options.cap)
+        options = _core.with_mean_cost(self._options, level)
+        self._run = _Run(self._epoch_type(self._table, options, indices), level, inner_state, epoch)
         return self._run
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Passes the epoch to the inner sampler (if it has set_epoch) and keeps it for resume."""
         self._epoch = epoch
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
 
     @property
-    def stats(self):
+    def stats(self) -> dict:
         """The statistics of the balancer of the current (or last) epoch, as a dict."""
-        if self._resume is not None:
-            return self._resume[0].stats()
-        if self._run is not None:
-            return self._run.core.stats()
-        return self._epoch_type(self._table, self._options).stats()
+        run = self._resume or self._run
+        if run is not None:
+            return run.core.stats()
+        empty = np.empty(0, dtype=np.int64)
+        return self._epoch_type(self._table, self._options, empty).stats()
 
     @property
-    def mean_cost(self):
+    def mean_cost(self) -> float:
         """The mean cost per index the current (or last) epoch's balancer aims at: the option
         when it is fixed, else the epoch's own mean; 0 before the first epoch has started, and
         always 0 with mean_cost='running' (the balancer's own running estimate)."""
-        if self._resume is not None:
-            return self._resume[1]
-        if self._run is not None:
-            return self._run.level
-        return self._options.mean_cost
+        run = self._resume or self._run
+        return run.level if run is not None else self._options.mean_cost
 
     # -- resume --------------------------------------------------------------------------------
 
-    def state_dict(self):
+    def state_dict(self) -> dict:
         """The position mid-epoch, the buffered indices and the inner sampler's state.
 
         Plain Python values (ints, str, bytes, lists, dicts), so it pickles. A sampler restored
         from it with load_state_dict() yields exactly the batches this one would yield next.
         """
-        state = {"format": STATE_FORMAT}
-        if self._resume is not None:
-            core, level, inner_state, epoch, position, length, digest = self._resume
-            running = True
-        elif self._run is not None and not self._run.done:
+        run = self._resume
+        if run is None and self._run is not None and not self._run.done:
             run = self._run
-            core, level, inner_state, epoch = run.core, run.level, run.inner_state, run.epoch
-            position, length, digest = core.position, len(run.indices), run.digest()
-            running = True
-        else:
-            running = False
-        if not running:
+        state: dict = {"format": STATE_FORMAT}
+        if run is None:
             state.update(running=False, epoch=self._current_epoch(), inner=self._inner_state())
-            return state
-        data, pending = core.save()
-        state.update(
-            running=True,
-            epoch=epoch,
-            inner=inner_state,
-            position=int(position),
-            length=int(length),
-            digest=digest,
-            # The level computed for the epoch, or None where it is not the epoch's own.
-            epoch_mean_cost=float(level) if self._mean_cost_mode == "epoch" else None,
-            mean_cost_mode=self._mean_cost_mode,
-            balancer=bytes(data),
-            pending=pending.tolist(),
-        )
+        else:
+            data, pending = run.core.save()
+            state.update(
+                running=True,
+                epoch=run.epoch,
+                inner=run.inner_state,
+                position=int(run.core.position),
+                length=int(run.core.length),
+                digest=run.digest(),
+                # The level computed for the epoch, or None where it is not the epoch's own.
+                epoch_mean_cost=float(run.level) if self._mean_cost_mode == "epoch" else None,
+                mean_cost_mode=self._mean_cost_mode,
+                balancer=bytes(data),
+                pending=pending.tolist(),
+            )
+        state.update(dataset_size=self._table.dataset_size, inner_kind=inner_kind(self.sampler))
+        state["checksum"] = checksum(state, _CHECKED_FIELDS)
         return state
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping) -> None:
         """Continues from state_dict(): the next __iter__ resumes the saved epoch mid-way.
 
-        Raises bcl.Error for a state of another format, a corrupted one, or one saved with other
-        options (the message names the option).
+        Every field is checked against the others, the balancer's bytes, the epoch's indices
+        (the inner sampler is asked for them again here) and this sampler; whatever is wrong is a
+        bcl.Error naming the field, and leaves this sampler as it was (its inner sampler's epoch
+        and state are put back, where it has set_epoch/state_dict).
         """
-        formats = (STATE_FORMAT, _RUNNING_MEAN_FORMAT)
-        if not isinstance(state, Mapping) or state.get("format") not in formats:
-            got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
+        got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
+        if got in _EARLIER_FORMATS:
             raise Error(
-                f"bcl.BalancedBatchSampler: not a state of this sampler (format {got!r}, "
-                f"expected {STATE_FORMAT!r})"
+                f"{_WHO}: the state was written by an earlier bcl (format {got!r}), whose states "
+                "cannot be checked; start the epoch again (set_epoch) instead of resuming it"
             )
-        try:
-            running = _flag("running", state["running"])
-            resume = None
-            if running:
-                pending = state["pending"]
-                if isinstance(pending, np.ndarray):
-                    pending = pending.tolist()
-                if not isinstance(state["balancer"], (bytes, bytearray)) or not all(
-                    isinstance(i, numbers.Integral) for i in pending
-                ):
-                    raise Error("bcl.BalancedBatchSampler: the state's balancer or pending "
-                                "indices have the wrong type")
-                level = self._resumed_level(state)
-                core = self._epoch_type(
-                    self._table,
-                    _core.with_mean_cost(self._options, level),
-                    bytes(state["balancer"]),
-                    [int(i) for i in pending],
-                )
-                position = _whole("position", state["position"])
-                length = _whole("length", state["length"])
-                if position > length or not isinstance(state["digest"], str):
-                    raise Error("bcl.BalancedBatchSampler: the state's position is inconsistent")
-                resume = (
-                    core,
-                    level,
-                    state["inner"],
-                    state["epoch"],
-                    position,
-                    length,
-                    state["digest"],
-                )
-            epoch, inner = state["epoch"], state["inner"]
-        except KeyError as e:
-            raise Error(f"bcl.BalancedBatchSampler: the state has no {e.args[0]!r}") from None
-        except (TypeError, OverflowError) as e:
+        if got != STATE_FORMAT:
             raise Error(
-                f"bcl.BalancedBatchSampler: the state has a value of the wrong type ({e})"
-            ) from None
-        if epoch is not None:
-            self.set_epoch(epoch)
-        if inner is not None and hasattr(self.sampler, "load_state_dict"):
-            self.sampler.load_state_dict(inner)
+                f"{_WHO}: not a state of this sampler (format {got!r}, expected {STATE_FORMAT!r})"
+            )
+        read = Reader(state, _WHO)
+        read.verify(_CHECKED_FIELDS)
+        self._check_same_sampler(read)
+        running = read.flag("running")
+        present = [key for key in _RUNNING_FIELDS if key in state]
+        if not running and present:
+            raise read.error(
+                "running", f"is False, but it holds a running epoch's {', '.join(present)}"
+            )
+        epoch, inner = read.epoch(), read.get("inner")
+        saved = self._read_run(read) if running else None
+        rollback = self._inner_rollback()
+        try:
+            if epoch is not None:
+                self.set_epoch(epoch)
+            if inner is not None and hasattr(self.sampler, "load_state_dict"):
+                self.sampler.load_state_dict(inner)
+            resume = self._prepare_resume(saved, inner, epoch) if saved is not None else None
+        except BaseException:
+            rollback()
+            raise
         self._resume = resume
         self._run = None
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _resumed_level(self, state):
+    def _check_same_sampler(self, read: Reader) -> None:
+        """The state's dataset size and inner sampler's kind must be this sampler's."""
+        size, mine = read.optional_count("dataset_size"), self._table.dataset_size
+        if size != mine:
+            raise Error(
+                f"{_WHO}: the state's dataset_size is {size}, but this sampler's costs cover "
+                f"{mine} dataset indices" + (" (given one at a time)" if mine is None else "")
+            )
+        kind = read.text("inner_kind")
+        if kind != inner_kind(self.sampler):
+            raise Error(
+                f"{_WHO}: the state's inner_kind is {kind}, but this sampler wraps a "
+                f"{inner_kind(self.sampler)}"
+            )
+
+    def _read_run(self, read: Reader) -> tuple:
+        """The fields of a running epoch, each checked for its type (not yet for agreement)."""
+        level = self._resumed_level(read)
+        position, length, digest = read.count("position"), read.count("length"), read.text("digest")
+        if position > length:
+            raise read.error("position", f"is {position}, past the epoch's length {length}")
+        pending = inputs.strict_indices(read.sequence("pending"), f"{_WHO}: the state's pending")
+        return level, position, length, digest, read.data("balancer"), pending
+
+    def _prepare_resume(self, saved: tuple, inner_state: Any, epoch: Optional[int]) -> _Run:
+        """The saved epoch, rebuilt and checked against the indices the inner sampler yields."""
+        level, position, length, digest, data, pending = saved
+        indices = self._pull()
+        if len(indices) != length or indices_digest(indices) != digest:
+            raise Error(
+                f"{_WHO}: the inner sampler yields other indices for this epoch than when the "
+                f"state was saved ({len(indices)} indices now, {length} then); restoring needs "
+                "an inner sampler that repeats an epoch's order (e.g. a DistributedSampler with "
+                "the same seed and epoch) or one with state_dict()/load_state_dict()"
+            )
+        self._complete_table(indices)
+        options = _core.with_mean_cost(self._options, level)
+        core = self._epoch_type(self._table, options, data, pending, indices, position)
+        return _Run(core, level, inner_state, epoch, digest)
+
+    def _inner_rollback(self) -> Any:
+        """A function that puts back what load_state_dict() may change before it fails: this
+        sampler's epoch, and the inner sampler's epoch and state where it exposes them."""
+        epoch, sampler = self._epoch, self.sampler
+        inner_epoch = getattr(sampler, "epoch", None)
+        inner_state = self._inner_state()
+
+        def rollback() -> None:
+            self._epoch = epoch
+            if hasattr(sampler, "set_epoch") and inner_epoch is not None:
+                sampler.set_epoch(inner_epoch)
+            if inner_state is not None and hasattr(sampler, "load_state_dict"):
+                sampler.load_state_dict(inner_state)
+
+        return rollback
+
+    def _resumed_level(self, read: Reader) -> float:
         """The mean cost the saved epoch's balancer aims at, or bcl.Error naming mean_cost."""
         fixed = self._options.mean_cost
-        if state["format"] == _RUNNING_MEAN_FORMAT:
-            # Saved before epochs had their own level: the balancer ran with the option itself
-            # (0: its running mean), and refuses the state if that differs from this one's.
-            return fixed
-        computed = state["epoch_mean_cost"]
-        # States saved before mean_cost='running' existed have no mode: theirs follows from
-        # whether the epoch had its own level.
-        saved = state.get("mean_cost_mode", "fixed" if computed is None else "epoch")
+        computed = read.number("epoch_mean_cost")
+        saved = read.text("mean_cost_mode")
         if saved not in _MEAN_COST_MODES or (computed is None) != (saved != "epoch"):
-            raise Error("bcl.BalancedBatchSampler: the state's mean_cost_mode is inconsistent")
+            raise read.error("mean_cost_mode", "is inconsistent with its epoch_mean_cost")
         if saved != self._mean_cost_mode:
             raise Error(
-                f"bcl.BalancedBatchSampler: the state was saved with {_MEAN_COST_MODES[saved]}, "
+                f"{_WHO}: the state was saved with {_MEAN_COST_MODES[saved]}, "
                 f"but this sampler has {_MEAN_COST_MODES[self._mean_cost_mode]}; "
                 "bcl::options::mean_cost must be the same"
             )
-        return fixed if computed is None else _real("epoch_mean_cost", computed)
+        return fixed if computed is None else inputs.real("epoch_mean_cost", computed)
 
-    def _current_epoch(self):
+    def _current_epoch(self) -> Optional[int]:
         if self._epoch is not None:
             return self._epoch
         epoch = getattr(self.sampler, "epoch", None)
-        return epoch if isinstance(epoch, numbers.Integral) else None
+        return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
 
-    def _inner_state(self):
+    def _inner_state(self) -> Any:
         if hasattr(self.sampler, "state_dict"):
             return self.sampler.state_dict()
         return None
 
-    def _pull(self):
-        """The epoch's indices from the inner sampler, as one int64 array."""
-        sampler = self.sampler
-        if isinstance(sampler, np.ndarray):
-            return np.array(sampler, dtype=np.int64).reshape(-1)
-        if isinstance(sampler, (range, list, tuple)):
-            return np.asarray(sampler, dtype=np.int64).reshape(-1)
-        try:
-            return np.fromiter(iter(sampler), dtype=np.int64)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise Error(
-                f"bcl.BalancedBatchSampler: the inner sampler must yield integer dataset "
-                f"indices ({e})"
-            ) from None
+    def _pull(self) -> np.ndarray:
+        """The epoch's indices from the inner sampler, as one int64 array (strictly: see
+        bcl._inputs; what the inner sampler raises propagates unchanged)."""
+        return inputs.strict_indices(self.sampler, "the inner sampler")
 
-    def _complete_table(self, indices):
-        """With callable costs: looks up the indices the table has no cost for yet."""
+    def _complete_table(self, indices: np.ndarray) -> None:
+        """With costs given one index at a time: looks up the indices the table lacks."""
         if self._cost_of is None:
             return
         missing = self._table.missing(indices)
         if len(missing) == 0:
             return
-        cost = self._values(self._cost_of, "costs", missing)
-        memory = None
-        if self._memory_of is not None:
-            memory = self._values(self._memory_of, "memory", missing)
+        cost = self._cost_of.values(missing)
+        memory = None if self._memory_of is None else self._memory_of.values(missing)
         self._table.assign(missing, cost, memory)
-
-    @staticmethod
-    def _values(function, name, indices):
-        values = np.empty(len(indices), dtype=np.float64)
-        for k, index in enumerate(indices.tolist()):
-            try:
-                values[k] = float(function(index))
-            except (TypeError, ValueError) as e:
-                raise Error(
-                    f"bcl.BalancedBatchSampler: {name} of dataset index {index} is not a "
-                    f"number ({e})"
-                ) from None
-            except (IndexError, KeyError):
-                raise Error(
-                    f"bcl.BalancedBatchSampler: {name} has no entry for dataset index {index}"
-                ) from None
-        return values

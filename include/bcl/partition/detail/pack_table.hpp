@@ -27,7 +27,9 @@ public:
     /// Empties every pack of a window of n items in `shape` (which must fit n).
     void reset(pack_shape shape, std::size_t n) {
         m_packs = shape.packs;
-        m_stride = shape.pack_size;
+        // No pack holds more than the window's n items: a short window of huge packs needs no
+        // room for whole packs.
+        m_stride = std::min(shape.pack_size, n);
         m_load.assign(m_packs, 0.0);
         m_count.assign(m_packs, 0);
         m_capacity.resize(m_packs);

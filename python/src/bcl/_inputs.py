@@ -1,0 +1,209 @@
+"""What the samplers take from their callers, taken strictly.
+
+Options, costs and dataset indices are checked here or in the C++ core before anything uses
+them: an integer option is an int (never a bool or a float), a cost is a real number (never a
+bool, a complex number, a string, a date or a Decimal), an index is an integer in [0, 2^63).
+Every refusal is a bcl.Error naming the option, or the position and the value. Nothing is
+coerced silently: a float index is not truncated, a complex cost does not lose its imaginary
+part, a masked array does not lose its mask.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from . import _core
+from ._core import Error
+
+_UINT64_END = 1 << 64
+
+#: What costs (and memory estimates) may be: a sequence, array or tensor indexed by dataset
+#: index, a mapping, or a callable index -> value.
+CostSource = Union[Sequence[float], np.ndarray, Mapping[int, float], Callable[[int], float], Any]
+
+
+def enum_value(enum_type: Any, option: str, value: Any) -> Any:
+    """The member of a _core enum named `value` (its C++ name), or bcl.Error listing the names."""
+    if isinstance(value, enum_type):
+        return value
+    members = enum_type.__members__
+    if isinstance(value, str) and value in members:
+        return members[value]
+    raise Error(
+        f"bcl::options::{option} has no such value ({value!r}); "
+        f"choose one of {', '.join(repr(m) for m in members)}"
+    )
+
+
+def whole(option: str, value: Any) -> int:
+    """`value` as a non-negative int that fits a std::size_t/std::uint64_t."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise Error(f"bcl::options::{option} must be an integer (got {value!r})")
+    value = int(value)
+    if not 0 <= value < _UINT64_END:
+        raise Error(f"bcl::options::{option} must be a non-negative integer (got {value})")
+    return value
+
+
+def real(option: str, value: Any) -> float:
+    """`value` as a float; the C++ validation then checks its range (NaN included)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise Error(f"bcl::options::{option} must be a number (got {value!r})")
+    try:
+        return float(value)
+    except OverflowError:
+        raise Error(f"bcl::options::{option} is too large for a float (got {value!r})") from None
+
+
+def flag(option: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise Error(f"bcl::options::{option} must be True or False (got {value!r})")
+    return bool(value)
+
+
+_QUANTILE = re.compile(r"p(\d+(?:\.\d*)?)")
+
+
+def cap_options(cap: Any, cap_warmup: Any, cap_action: Any, cap_prior: Any) -> Any:
+    """bcl::cap_options from the Python spelling: None, a number (fixed cap) or "p99"."""
+    c = _core.cap_options()
+    if cap is None:
+        c.kind = _core.cap_kind.none
+    elif isinstance(cap, str):
+        match = _QUANTILE.fullmatch(cap.strip())
+        if not match:
+            raise Error(
+                f"cap must be None, a number (a fixed cap) or a quantile such as 'p99' "
+                f"(got {cap!r})"
+            )
+        c.kind = _core.cap_kind.quantile
+        c.quantile = float(match.group(1)) / 100.0
+    else:
+        c.kind = _core.cap_kind.fixed
+        c.value = real("cap.value", cap)
+    c.warmup = whole("cap.warmup", cap_warmup)
+    c.prior = real("cap.prior", cap_prior)
+    action = enum_value(_core.cap_action, "cap.action", cap_action)
+    if action == _core.cap_action.truncate:
+        raise Error(
+            "bcl::options::cap.action 'truncate' shrinks a record to fit under the cap, and a "
+            "dataset index cannot be shrunk: truncate the sequences in the dataset itself and "
+            "pass their new costs, or keep cap_action='clip', which balances with the capped "
+            "estimate and leaves the record as it is"
+        )
+    c.action = action
+    return c
+
+
+def _is_tensor(value: Any) -> bool:
+    # A torch tensor, recognised without importing torch.
+    return hasattr(value, "detach") and hasattr(value, "is_complex")
+
+
+def _is_real_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def real_array(name: str, values: Any) -> np.ndarray:
+    """`values` (a sequence, numpy array or tensor of real numbers) as a one-dimensional float64
+    array, or bcl.Error naming what is wrong and where. The values' range is checked in C++."""
+    if isinstance(values, np.ma.MaskedArray):
+        raise Error(
+            f"{name} is a masked array, whose mask the sampler would ignore; pass "
+            f"{name}.filled(value) or the values themselves"
+        )
+    if _is_tensor(values):
+        if values.is_complex() or str(values.dtype) == "torch.bool":
+            raise Error(f"{name} must hold real numbers (got a tensor of {values.dtype})")
+        values = values.detach().cpu().numpy()
+    if not isinstance(values, np.ndarray):
+        if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
+            raise Error(
+                f"{name} must be a sequence, array or tensor of numbers indexed by dataset "
+                f"index, a mapping, or a callable index -> {name} (got {type(values).__name__})"
+            )
+        for position, value in enumerate(values):
+            if not _is_real_number(value):
+                raise Error(f"{name}[{position}] is {value!r}, not a real number")
+            try:
+                float(value)
+            except OverflowError:
+                raise Error(f"{name}[{position}] is {value!r}, too large for a float") from None
+        values = np.asarray(values, dtype=np.float64)
+    if values.dtype.kind not in "iuf":
+        raise Error(f"{name} must hold real numbers (got an array of dtype {values.dtype})")
+    if values.ndim != 1:
+        raise Error(f"{name} must be one-dimensional (got shape {values.shape})")
+    return np.ascontiguousarray(values, dtype=np.float64)
+
+
+def real_value(name: str, index: int, value: Any) -> float:
+    """What a cost (or memory) source gave for dataset index `index`, as a float, or bcl.Error
+    naming the index and the value: a real number, or a 0-d array or one-element tensor of one."""
+    if not _is_real_number(value):
+        if _is_tensor(value) and value.numel() == 1 and not value.is_complex():
+            if str(value.dtype) != "torch.bool":
+                value = value.item()
+        elif isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf":
+            value = value.item()
+    if not _is_real_number(value):
+        raise Error(
+            f"{name} of dataset index {index} is {value!r}; a cost must be a real number "
+            f"(an int or a float, not {type(value).__name__})"
+        )
+    try:
+        return float(value)
+    except OverflowError:
+        raise Error(f"{name} of dataset index {index} is {value!r}, too large for a float") from None
+
+
+class Lookup:
+    """Costs known one index at a time: a callable, a mapping, or (for memory beside callable
+    costs) a sequence. A callable's own exceptions propagate unchanged; a mapping or sequence
+    without the index is a bcl.Error naming it."""
+
+    def __init__(self, name: str, source: Any) -> None:
+        self.name = name
+        if callable(source) and not isinstance(source, (Mapping, np.ndarray)):
+            self._get = source
+            self._owned = False
+        elif isinstance(source, Mapping):
+            self._get = source.__getitem__
+            self._owned = True
+        else:
+            self._get = real_array(name, source).__getitem__
+            self._owned = True
+
+    def values(self, indices: np.ndarray) -> np.ndarray:
+        out = np.empty(len(indices), dtype=np.float64)
+        for k, index in enumerate(indices.tolist()):
+            if self._owned:
+                try:
+                    value = self._get(index)
+                except (IndexError, KeyError):
+                    raise Error(f"{self.name} has no entry for dataset index {index}") from None
+            else:
+                value = self._get(index)  # the user's callable: its errors are its own
+            out[k] = real_value(self.name, index, value)
+        return out
+
+
+def is_lookup(source: Any) -> bool:
+    """Whether costs (or memory) are given one index at a time rather than as a table."""
+    return source is not None and (
+        isinstance(source, Mapping) or (callable(source) and not isinstance(source, np.ndarray))
+    )
+
+
+def strict_indices(source: Any, what: str) -> np.ndarray:
+    """The dataset indices `source` yields, as an int64 array (see _core.strict_indices)."""
+    if _is_tensor(source):
+        if str(source.dtype) == "torch.bool" or source.is_floating_point() or source.is_complex():
+            raise Error(f"{what} gave a tensor of {source.dtype}; dataset indices must be integers")
+        source = source.detach().cpu().numpy()
+    return _core.strict_indices(source, what)

@@ -1,0 +1,157 @@
+#pragma once
+// One epoch of bcl.BalancedBatchSampler: a bcl::balancer over dataset indices (int64 records)
+// whose costs come from a cost_table, and the epoch's index array it reads from.
+
+#include "cost_table.hpp"
+
+#include <bcl/bcl.hpp>
+#include <bcl/detail/index_epoch_check.hpp>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace bcl_python {
+
+namespace py = pybind11;
+
+/// The cost estimator of an index: a table lookup.
+struct index_cost {
+    std::shared_ptr<const cost_table> table;
+    double operator()(const std::int64_t& index) const { return table->cost(index); }
+};
+
+/// The same, with a memory estimate (so the balancer can keep a memory budget).
+struct index_cost_memory {
+    std::shared_ptr<const cost_table> table;
+    double operator()(const std::int64_t& index) const { return table->cost(index); }
+    double memory(const std::int64_t& index) const { return table->memory(index); }
+};
+
+py::dict statistics_dict(const bcl::statistics& s);
+
+/// One epoch: next_batch() pushes the epoch's indices until a batch is ready and pops it.
+template <class Estimator>
+class epoch {
+    using balancer = bcl::balancer<std::int64_t, Estimator>;
+
+public:
+    /// A new epoch over `indices` (checked one-dimensional int64, as strict_indices gives them).
+    epoch(std::shared_ptr<const cost_table> table, const bcl::options& opt, index_array indices)
+        : m_balancer(Estimator{std::move(table)}, opt), m_indices(std::move(indices)) {}
+
+    /// The epoch a saved state continues: the balancer's bytes and the indices it held
+    /// (`pending`), the epoch's indices and the position the state says the balancer had pushed
+    /// up to. Everything is checked against everything else before the epoch exists
+    /// (bcl::detail::check_index_epoch: the position against the balancer's count of pushed
+    /// records, each pending index against the epoch); a mismatch is a bcl::error naming the
+    /// field.
+    epoch(std::shared_ptr<const cost_table> table, const bcl::options& opt, std::string_view state,
+          const index_array& pending, index_array indices, std::size_t position)
+        : m_balancer(restored(table, opt, state, pending, indices, position)),
+          m_indices(std::move(indices)), m_position(position) {}
+
+    /// The next batch as a list of ints, or None once the epoch is drained. Each pass of its
+    /// loop either hands out a batch, pushes an index, finishes the input or ends the epoch, so
+    /// it cannot spin; a state that allowed neither would be a bcl::error.
+    py::object next_batch() {
+        const std::span<const std::int64_t> in = cost_table::span_of(m_indices);
+        for (;;) {
+            if (auto batch = m_balancer.pop()) return to_list(*batch);
+            if (m_position < in.size()) {
+                if (!m_balancer.can_push())
+                    throw bcl::error("bcl.BalancedBatchSampler: the balancer takes no index and "
+                                     "has no batch ready at position " +
+                                     std::to_string(m_position) + " of the epoch");
+                while (m_position < in.size() && m_balancer.can_push()) {
+                    push(in[m_position]);
+                    ++m_position;
+                }
+            } else if (!m_balancer.finished()) {
+                m_balancer.finish();
+            } else {
+                return py::none();
+            }
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        }
+    }
+
+    /// (bytes, pending indices as an int64 array) of the balancer's state.
+    [[nodiscard]] py::tuple save() const {
+        const typename balancer::state s = m_balancer.save();
+        index_array pending(static_cast<py::ssize_t>(s.pending.size()));
+        std::copy(s.pending.begin(), s.pending.end(), pending.mutable_data());
+        return py::make_tuple(py::bytes(s.to_bytes()), pending);
+    }
+
+    [[nodiscard]] std::size_t position() const noexcept { return m_position; }
+    [[nodiscard]] std::size_t length() const noexcept {
+        return static_cast<std::size_t>(m_indices.size());
+    }
+    [[nodiscard]] const index_array& indices() const noexcept { return m_indices; }
+    [[nodiscard]] bool drained() const noexcept {
+        return m_balancer.finished() && m_balancer.buffered() == 0;
+    }
+    [[nodiscard]] std::size_t buffered() const noexcept { return m_balancer.buffered(); }
+    [[nodiscard]] py::dict stats() const { return statistics_dict(m_balancer.stats()); }
+
+private:
+    static balancer restored(const std::shared_ptr<const cost_table>& table,
+                             const bcl::options& opt, std::string_view state,
+                             const index_array& pending, const index_array& indices,
+                             std::size_t position) {
+        constexpr std::string_view who = "bcl.BalancedBatchSampler";
+        const std::span<const std::int64_t> all = cost_table::span_of(indices);
+        if (position > all.size())
+            throw bcl::error(std::string(who) + ": the state's position is " +
+                             std::to_string(position) + ", past the end of the epoch's " +
+                             std::to_string(all.size()) + " indices");
+        const std::span<const std::int64_t> held = cost_table::span_of(pending);
+        typename balancer::state saved =
+            balancer::state::from_bytes(state, std::vector<std::int64_t>(held.begin(), held.end()));
+        for (const std::int64_t index : held) (void)table->cost(index); // each has a cost
+        bcl::detail::check_index_epoch<std::int64_t>(who, saved.snapshot, held, all.first(position),
+                                                     table->dataset_size());
+        return balancer(Estimator{table}, opt, std::move(saved));
+    }
+
+    void push(std::int64_t index) {
+        try {
+            m_balancer.push(index);
+        } catch (const bcl::error& e) {
+            // The library names the record by its position in the stream; add the dataset index.
+            const std::string_view what = e.what();
+            if (what.starts_with("bcl::balancer: record"))
+                throw bcl::error(std::string(what) + " (dataset index " + std::to_string(index) +
+                                 ")");
+            throw;
+        }
+    }
+
+    static py::list to_list(std::span<const std::int64_t> batch) {
+        PyObject* list = PyList_New(static_cast<Py_ssize_t>(batch.size()));
+        if (list == nullptr) throw py::error_already_set();
+        auto out = py::reinterpret_steal<py::list>(list);
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            PyObject* item = PyLong_FromLongLong(batch[i]);
+            if (item == nullptr) throw py::error_already_set();
+            PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+        }
+        return out;
+    }
+
+    balancer m_balancer;
+    index_array m_indices;
+    std::size_t m_position = 0;
+};
+
+} // namespace bcl_python

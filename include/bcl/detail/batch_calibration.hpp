@@ -75,6 +75,7 @@ public:
         m_batch_top.assign(packs, -1.0);
         m_batch_count.assign(packs, 0);
         m_top_cost = -1.0;
+        m_bottom_cost = HUGE_VAL;
     }
 
     /// A record of features x and estimated cost `cost` joins batch `batch`. Packed batches sum
@@ -85,6 +86,10 @@ public:
         if (cost > m_top_cost) {
             m_top_cost = cost;
             m_top_features = x;
+        }
+        if (cost < m_bottom_cost) {
+            m_bottom_cost = cost;
+            m_bottom_features = x;
         }
         if (!m_padded) {
             for (std::size_t j = 0; j < N; ++j) m_batch_sums[batch][j] += x[j];
@@ -126,11 +131,19 @@ public:
     /// estimator and re-estimate the buffered records (from their stored features, capped at
     /// `cap`); the heavy slots' remembered records are rescaled as the round's costliest record
     /// is (heavy records look alike), rather than forgotten.
+    ///
+    /// A fit that (nearly) stops telling the round's records apart, where the coefficients in
+    /// force do, is not applied: times that do not follow the work (a rank reporting the time of
+    /// something else, or times that fall as the work grows) fit to a constant, which balances
+    /// nothing. "Nearly": the spread it gives the round's cheapest and costliest records falls
+    /// below flat_fit times the spread they had. The balancer then keeps the coefficients it had.
     template <class Estimator, class Buffer, class Heavy>
     void apply_refit(Estimator& estimator, Buffer& buffer, Heavy& heavy, double cap) noexcept {
         const vec old = estimator.coefficients();
         vec c = old;
         if (!refit(c)) return;
+        const double spread_before = relative_spread(old);
+        if (spread_before > 0.0 && relative_spread(c) < flat_fit * spread_before) return;
         estimator.set_coefficients(c);
         const double limit = std::min(cap, max_estimate);
         buffer.reestimate([&](const vec& x) { return std::min(dot(c, x), limit); });
@@ -139,6 +152,24 @@ public:
         if (before > 0.0 && after > 0.0 && after / before < HUGE_VAL)
             heavy.rescale(after / before, max_estimate);
     }
+
+    /// A refit whose estimates spread less than this fraction of the spread of the coefficients
+    /// in force is taken for a constant. 1e-3: an honest fit of a cost that grows with the
+    /// record spreads its estimates as a prior that grows with it does, within a small factor,
+    /// and the fits of inverted times are exact constants (spread 0).
+    static constexpr double flat_fit = 1e-3;
+
+    /// (costliest - cheapest) / (costliest + cheapest) of the estimates coefficients `c` give the
+    /// round's cheapest and costliest records (as the coefficients in force ranked them); 0
+    /// before a round, or for estimates that are both 0.
+    [[nodiscard]] double relative_spread(const vec& c) const noexcept {
+        if (m_top_cost < 0.0) return 0.0;
+        const double high = dot(c, m_top_features);
+        const double low = dot(c, m_bottom_features);
+        const double sum = high + low;
+        return sum > 0.0 && sum < HUGE_VAL ? std::abs(high - low) / sum : 0.0;
+    }
+
     /// The features of the last round's costliest record (what heavy records look like).
     [[nodiscard]] const vec& top_features() const noexcept { return m_top_features; }
     [[nodiscard]] const typename cost_fit<N>::numbers& fit() const noexcept { return m_fit.save(); }
@@ -248,6 +279,8 @@ private:
     std::vector<std::uint32_t> m_batch_count; // records per batch
     double m_top_cost = -1.0;                 // the round's costliest record so far
     vec m_top_features{};                     // and its features
+    double m_bottom_cost = HUGE_VAL;          // the round's cheapest record so far
+    vec m_bottom_features{};                  // and its features
     std::vector<vec> m_ring_sums;             // emitted batch i at i % horizon
     std::vector<std::uint8_t> m_ring_state;   // 0 never used, then awaiting or observed
 };

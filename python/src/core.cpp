@@ -26,8 +26,9 @@ namespace bcl_python {
 
 namespace {
 
-py::dict running_stats_dict(const bcl::running_stats& s) {
+py::dict running_stats_dict(const bcl::running_stats& s, const char* of) {
     py::dict d;
+    d["of"] = of;
     d["count"] = s.count();
     d["mean"] = s.mean();
     d["cv"] = s.cv();
@@ -47,10 +48,15 @@ py::dict statistics_dict(const bcl::statistics& s) {
     d["records_capped"] = s.records_capped;
     d["batches"] = s.batches;
     d["windows"] = s.windows;
-    d["batch_cost"] = running_stats_dict(s.batch_cost);
-    d["gap_to_lower_bound"] = running_stats_dict(s.gap_to_lower_bound);
+    d["batch_cost"] = running_stats_dict(
+        s.batch_cost,
+        "the estimated cost of each full batch (the short last batch is not counted)");
+    d["gap_to_lower_bound"] = running_stats_dict(
+        s.gap_to_lower_bound,
+        "each full round's costliest batch above the lower bound on it, relative to that bound");
     d["max_delay_batches"] = s.max_delay_batches;
-    d["delay_batches"] = running_stats_dict(s.delay_batches);
+    d["delay_batches"] = running_stats_dict(
+        s.delay_batches, "each record's delay, in batches, past the batch it arrived in");
     d["peak_batch_memory"] = s.peak_batch_memory;
     d["delay_histogram"] = s.delay_histogram;
     return d;
@@ -68,7 +74,10 @@ void define_epoch(py::module_& m, const char* name) {
              py::arg("indices"), py::arg("position"))
         .def("next_batch", &type::next_batch)
         .def("save", &type::save)
+        .def("save_at", &type::save_at, py::arg("consumed"))
+        .def("keep_states_for", &type::keep_states_for, py::arg("batches"))
         .def_property_readonly("position", &type::position)
+        .def_property_readonly("handed_out", &type::handed_out)
         .def_property_readonly("length", &type::length)
         .def_property_readonly("indices", &type::indices)
         .def_property_readonly("drained", &type::drained)

@@ -10,8 +10,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,7 +49,10 @@ class epoch {
 public:
     /// A new epoch over `indices` (checked one-dimensional int64, as strict_indices gives them).
     epoch(std::shared_ptr<const cost_table> table, const bcl::options& opt, index_array indices)
-        : m_balancer(Estimator{std::move(table)}, opt), m_indices(std::move(indices)) {}
+        : m_table(table), m_options(opt), m_balancer(Estimator{std::move(table)}, opt),
+          m_indices(std::move(indices)) {
+        keep_base();
+    }
 
     /// The epoch a saved state continues: the balancer's bytes and the indices it held
     /// (`pending`), the epoch's indices and the position the state says the balancer had pushed
@@ -57,8 +62,11 @@ public:
     /// field.
     epoch(std::shared_ptr<const cost_table> table, const bcl::options& opt, std::string_view state,
           const index_array& pending, index_array indices, std::size_t position)
-        : m_balancer(restored(table, opt, state, pending, indices, position)),
-          m_indices(std::move(indices)), m_position(position) {}
+        : m_table(table), m_options(opt),
+          m_balancer(restored(table, opt, state, pending, indices, position)),
+          m_indices(std::move(indices)), m_position(position) {
+        keep_base();
+    }
 
     /// The next batch as a list of ints, or None once the epoch is drained. Each pass of its
     /// loop either hands out a batch, pushes an index, finishes the input or ends the epoch, so
@@ -66,7 +74,10 @@ public:
     py::object next_batch() {
         const std::span<const std::int64_t> in = cost_table::span_of(m_indices);
         for (;;) {
-            if (auto batch = m_balancer.pop()) return to_list(*batch);
+            if (auto batch = m_balancer.pop()) {
+                if (m_balancer.stats().windows != m_rounds_seen) keep_base(); // a round's first
+                return to_list(*batch);
+            }
             if (m_position < in.size()) {
                 if (!m_balancer.can_push())
                     throw bcl::error("bcl.BalancedBatchSampler: the balancer takes no index and "
@@ -85,15 +96,42 @@ public:
         }
     }
 
-    /// (bytes, pending indices as an int64 array) of the balancer's state.
-    [[nodiscard]] py::tuple save() const {
-        const typename balancer::state s = m_balancer.save();
-        index_array pending(static_cast<py::ssize_t>(s.pending.size()));
-        std::copy(s.pending.begin(), s.pending.end(), pending.mutable_data());
-        return py::make_tuple(py::bytes(s.to_bytes()), pending);
+    /// (bytes, pending indices as an int64 array, position) of the epoch's state.
+    [[nodiscard]] py::tuple save() const { return as_tuple(m_balancer.save(), m_position); }
+
+    /// The epoch's state as it was when `consumed` of its batches had been handed out: what a
+    /// trainer whose loader reads batches ahead (a DataLoader's prefetch) resumes from, so that
+    /// the batches handed out after those come again. Rebuilt from a state kept where the epoch
+    /// began or was restored and right after each round's first batch, popped up to `consumed`:
+    /// between those points the epoch only pops (it pushes only once no batch waits), so this is
+    /// exactly the state it had. bcl::error for more batches than were handed out, or for one
+    /// further back than keep_states_for() keeps.
+    [[nodiscard]] py::tuple save_at(std::uint64_t consumed) const {
+        const std::uint64_t handed_out = m_balancer.stats().batches;
+        if (consumed == handed_out) return save();
+        if (consumed > handed_out)
+            throw bcl::error("bcl.BalancedBatchSampler: consumed=" + std::to_string(consumed) +
+                             ", but the epoch has handed out " + std::to_string(handed_out) +
+                             " batches");
+        const auto kept = std::find_if(m_kept.begin(), m_kept.end(), [&](const base& b) {
+            return b.handed_out <= consumed && consumed <= b.handed_out + b.waiting;
+        });
+        if (kept == m_kept.end())
+            throw bcl::error("bcl.BalancedBatchSampler: consumed=" + std::to_string(consumed) +
+                             " is " + std::to_string(handed_out - consumed) +
+                             " batches behind the last one handed out; the sampler keeps the "
+                             "states of the last " +
+                             std::to_string(m_keep) + " (prefetch_limit)");
+        balancer b(Estimator{m_table}, m_options, kept->state);
+        for (std::uint64_t i = kept->handed_out; i < consumed; ++i) (void)b.pop();
+        return as_tuple(b.save(), kept->position);
     }
 
+    /// Keeps, from now on, what save_at() needs for the last `batches` batches handed out.
+    void keep_states_for(std::size_t batches) noexcept { m_keep = batches; }
+
     [[nodiscard]] std::size_t position() const noexcept { return m_position; }
+    [[nodiscard]] std::uint64_t handed_out() const noexcept { return m_balancer.stats().batches; }
     [[nodiscard]] std::size_t length() const noexcept {
         return static_cast<std::size_t>(m_indices.size());
     }
@@ -105,6 +143,34 @@ public:
     [[nodiscard]] py::dict stats() const { return statistics_dict(m_balancer.stats()); }
 
 private:
+    // A state save_at() starts from: `handed_out` batches handed out, `waiting` formed and not
+    // yet, and the epoch's position then.
+    struct base {
+        std::uint64_t handed_out;
+        std::uint64_t waiting;
+        typename balancer::state state;
+        std::size_t position;
+    };
+
+    static py::tuple as_tuple(const typename balancer::state& s, std::size_t position) {
+        index_array pending(static_cast<py::ssize_t>(s.pending.size()));
+        std::copy(s.pending.begin(), s.pending.end(), pending.mutable_data());
+        return py::make_tuple(py::bytes(s.to_bytes()), pending, position);
+    }
+
+    // Keeps the state now (the epoch's start, a restore, or a round's first batch handed out)
+    // and drops those that no batch within the last m_keep needs.
+    void keep_base() {
+        const bcl::statistics& st = m_balancer.stats();
+        m_rounds_seen = st.windows;
+        typename balancer::state now = m_balancer.save();
+        const std::uint64_t waiting = now.snapshot.waiting_batch_costs.size();
+        m_kept.push_back({st.batches, waiting, std::move(now), m_position});
+        while (m_kept.size() >= 2 &&
+               m_kept.front().handed_out + m_kept.front().waiting + m_keep < st.batches)
+            m_kept.pop_front();
+    }
+
     static balancer restored(const std::shared_ptr<const cost_table>& table,
                              const bcl::options& opt, std::string_view state,
                              const index_array& pending, const index_array& indices,
@@ -149,9 +215,14 @@ private:
         return out;
     }
 
+    std::shared_ptr<const cost_table> m_table;
+    bcl::options m_options;
     balancer m_balancer;
     index_array m_indices;
     std::size_t m_position = 0;
+    std::size_t m_keep = 0;          // batches back that save_at() reaches
+    std::uint64_t m_rounds_seen = 0; // rounds up to the last base kept
+    std::deque<base> m_kept;         // oldest first
 };
 
 } // namespace bcl_python

@@ -172,3 +172,14 @@ def test_a_dataloader_resumes_mid_epoch_like_a_stateful_dataloader():
     second = loader()
     second.batch_sampler.load_state_dict(state)
     assert head + [indices for indices, _ in second] == expected
+
+
+def test_the_sampler_is_a_torch_sampler_and_its_statistics_say_what_they_count():
+    sampler = bcl.BalancedBatchSampler(range(130), sequence_costs(130), 4)
+    assert isinstance(sampler, torch.utils.data.Sampler)
+    batches = list(sampler)
+    stats = sampler.stats
+    assert stats["batches"] == len(batches) == 33
+    assert stats["batch_cost"]["count"] == 32  # the short last batch (2 indices) is not counted
+    assert "full batch" in stats["batch_cost"]["of"] and "short" in stats["batch_cost"]["of"]
+    assert stats["delay_batches"]["count"] == 130 and "record" in stats["delay_batches"]["of"]

@@ -3,6 +3,7 @@ the uninterrupted one would have, at any point: mid-window, during the final dra
 end, before the first batch."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -292,3 +293,102 @@ def test_an_inner_sampler_that_does_not_repeat_its_epoch_is_caught_on_resume():
     with pytest.raises(bcl.Error, match="yields other indices for this epoch"):
         second.load_state_dict(first.state_dict())
     assert sorted(i for batch in second for i in batch) == list(range(100))  # a fresh epoch
+
+
+# -- resume under a loader that reads ahead ------------------------------------------------------
+
+
+@given(runs(), st.data())
+def test_a_state_as_of_any_consumed_batch_resumes_exactly_there(run, data):
+    # The sampler has handed out more batches than the training loop took (a DataLoader's
+    # prefetch): state_dict(consumed=k) is the state after the loop's k-th batch.
+    n, options, seed = run
+    costs = sequence_costs(n, seed)
+    order = np.random.default_rng(seed).permutation(n).tolist()
+    expected = list(bcl.BalancedBatchSampler(order, costs, **options))
+    handed_out = data.draw(st.integers(0, len(expected)), label="handed out")
+    consumed = data.draw(st.integers(max(0, handed_out - 64), handed_out), label="consumed")
+
+    first = bcl.BalancedBatchSampler(order, costs, **options)
+    it = iter(first)
+    for _ in range(handed_out):
+        next(it)
+    state = round_trip(first.state_dict(consumed=consumed))
+
+    second = bcl.BalancedBatchSampler(list(order), costs.copy(), **options)
+    second.load_state_dict(state)
+    assert expected[:consumed] + list(second) == expected
+
+
+def test_consumed_further_back_than_the_prefetch_limit_or_ahead_is_an_error():
+    costs = sequence_costs(400)
+    sampler = bcl.BalancedBatchSampler(range(400), costs, 4, prefetch_limit=8)
+    it = iter(sampler)
+    for _ in range(40):
+        next(it)
+    with pytest.raises(bcl.Error, match="consumed=20 is 20 batches behind .* last 8"):
+        sampler.state_dict(consumed=20)
+    with pytest.raises(bcl.Error, match="consumed=41, but this epoch has handed out 40"):
+        sampler.state_dict(consumed=41)
+    with pytest.raises(bcl.Error, match="consumed must be an integer"):
+        sampler.state_dict(consumed=3.0)
+    assert sampler.state_dict(consumed=32)["running"] is True
+
+
+class Indexed(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i
+
+
+@pytest.mark.parametrize("workers, prefetch", [(0, None), (2, 1), (2, 2), (4, 2), (4, 4)])
+def test_resume_under_a_prefetching_dataloader_equals_the_uninterrupted_epoch(workers, prefetch):
+    n, b, stop = 600, 8, 23
+    costs = sequence_costs(n, 4)
+
+    def loader(sampler):
+        extra = {} if prefetch is None else {"prefetch_factor": prefetch}
+        return torch.utils.data.DataLoader(
+            Indexed(n), batch_sampler=sampler, num_workers=workers, collate_fn=list, **extra
+        )
+
+    def inner():
+        return DistributedSampler(range(n), num_replicas=2, rank=0, shuffle=True, seed=9)
+
+    expected = list(bcl.BalancedBatchSampler(inner(), costs, b))
+    first = bcl.BalancedBatchSampler(inner(), costs, b)
+    head = []
+    for batch in loader(first):
+        head.append(batch)
+        if len(head) == stop:
+            break
+    state = round_trip(first.state_dict(consumed=len(head)))
+    second = bcl.BalancedBatchSampler(inner(), costs, b)
+    second.load_state_dict(state)
+    rest = list(loader(second))
+    assert head + rest == expected
+
+
+def test_a_state_without_consumed_under_a_loader_with_workers_warns():
+    costs = sequence_costs(300)
+    sampler = bcl.BalancedBatchSampler(range(300), costs, 4)
+    batches = iter(
+        torch.utils.data.DataLoader(Indexed(300), batch_sampler=sampler, num_workers=2,
+                                    collate_fn=list)
+    )
+    next(batches)
+    with pytest.warns(UserWarning, match="pass consumed="):
+        sampler.state_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sampler.state_dict(consumed=1)
+    quiet = bcl.BalancedBatchSampler(range(300), costs, 4)
+    next(iter(torch.utils.data.DataLoader(Indexed(300), batch_sampler=quiet, collate_fn=list)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet.state_dict()

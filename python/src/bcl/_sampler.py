@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numbers
+import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, Optional, Union
 
@@ -11,6 +14,11 @@ from . import _core
 from . import _inputs as inputs
 from ._core import Error
 from ._state import Reader, checksum, indices_digest, inner_kind
+
+try:  # a torch.utils.data.Sampler where torch is installed (isinstance checks hold), else plain
+    from torch.utils.data import Sampler as _SamplerBase
+except ImportError:  # pragma: no cover - the package itself needs only numpy
+    _SamplerBase = object
 
 # Identifies the layout of state_dict(). The formats before it are refused: their balancer bytes
 # do not name the records of the waiting batches, so nothing could check them.
@@ -72,7 +80,21 @@ class _Run:
         return self._digest
 
 
-class BalancedBatchSampler:
+def _loader_with_workers() -> bool:
+    """Whether the batch sampler's current next() comes from a DataLoader iterator with worker
+    processes (which reads batches ahead of the training loop)."""
+    frame = sys._getframe(2)  # skips this function and the sampler's generator
+    for _ in range(3):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if owner is not None and getattr(owner, "_num_workers", 0) and hasattr(owner, "_sampler_iter"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class BalancedBatchSampler(_SamplerBase):
     """Batches of exactly ``batch_size`` dataset indices with balanced estimated cost.
 
     Wraps ``sampler`` (any iterable of dataset indices, iterated afresh each epoch, e.g. a
@@ -109,7 +131,11 @@ class BalancedBatchSampler:
             epoch, so the ranks aim at levels far apart early in each epoch.
         emission, batching, buffer_windows, max_age, largest_first: the ``bcl::options``
             fields of the same names, enum values by their C++ names (``"costliest_first"``,
-            ``"shuffled"``, ``"packed"``, ``"padded"``).
+            ``"shuffled"``, ``"packed"``, ``"padded"``). A collate_fn that pads every sequence
+            to the batch's longest wants ``batching="padded"``.
+        prefetch_limit: how many batches back from the last one handed out
+            ``state_dict(consumed=k)`` can reach (default 64: a DataLoader keeps up to
+            ``num_workers * prefetch_factor`` batches in flight).
 
     Raises:
         bcl.Error: invalid options or costs, or a bad state in load_state_dict(), with the C++
@@ -138,6 +164,7 @@ class BalancedBatchSampler:
         cap_warmup: int = 0,
         cap_action: str = "clip",
         cap_prior: float = 0.0,
+        prefetch_limit: int = 64,
     ) -> None:
         opt = _core.options()
         opt.batch_size = inputs.whole("batch_size", batch_size)
@@ -162,6 +189,7 @@ class BalancedBatchSampler:
         if costs is None:
             raise Error("costs is required: the estimated cost of each dataset index")
 
+        self._prefetch_limit = inputs.whole("prefetch_limit", prefetch_limit)
         self.sampler = sampler
         self.batch_size: int = opt.batch_size
         self.drop_last: bool = opt.drop_last
@@ -181,6 +209,7 @@ class BalancedBatchSampler:
         self._epoch: Optional[int] = None  # the last set_epoch() value
         self._run: Optional[_Run] = None  # the epoch being iterated, or the last one
         self._resume: Optional[_Run] = None  # a loaded state, waiting for the next __iter__
+        self._prefetching = False  # the last epoch was read by a DataLoader with workers
 
     # -- iteration -----------------------------------------------------------------------------
 
@@ -198,6 +227,7 @@ class BalancedBatchSampler:
         run = self._start()
         next_batch = run.core.next_batch
         batch = next_batch()
+        self._prefetching = _loader_with_workers()
         while batch is not None:
             yield batch
             batch = next_batch()
@@ -217,7 +247,9 @@ class BalancedBatchSampler:
         if self._mean_cost_mode == "epoch":
             level = _core.epoch_mean_cost(self._table, indices, self._options.cap)
         options = _core.with_mean_cost(self._options, level)
-        self._run = _Run(self._epoch_type(self._table, options, indices), level, inner_state, epoch)
+        core = self._epoch_type(self._table, options, indices)
+        core.keep_states_for(self._prefetch_limit)
+        self._run = _Run(core, level, inner_state, epoch)
         return self._run
 
     def set_epoch(self, epoch: int) -> None:
@@ -228,7 +260,10 @@ class BalancedBatchSampler:
 
     @property
     def stats(self) -> dict:
-        """The statistics of the balancer of the current (or last) epoch, as a dict."""
+        """The statistics of the balancer of the current (or last) epoch, as a dict: counts of
+        records and batches, and running statistics (count, mean, cv, stddev, min, max), each
+        with an "of" entry saying what it is taken over (``batch_cost`` counts full batches
+        only: the short last batch would distort its spread)."""
         run = self._resume or self._run
         if run is not None:
             return run.core.stats()
@@ -245,25 +280,54 @@ class BalancedBatchSampler:
 
     # -- resume --------------------------------------------------------------------------------
 
-    def state_dict(self) -> dict:
+    def state_dict(self, consumed: Optional[int] = None) -> dict:
         """The position mid-epoch, the buffered indices and the inner sampler's state.
 
         Plain Python values (ints, str, bytes, lists, dicts), so it pickles. A sampler restored
         from it with load_state_dict() yields exactly the batches this one would yield next.
+
+        Args:
+            consumed: the number of this epoch's batches the training loop has taken. A
+                DataLoader with workers reads batches ahead of the loop; with ``consumed`` the
+                state is the epoch's as it was after those batches, so a restored sampler yields
+                the prefetched ones again (up to ``prefetch_limit`` back). None: as of the last
+                batch this sampler handed out (then a DataLoader with workers, whose read-ahead
+                would be lost, draws a warning).
         """
-        run = self._resume
-        if run is None and self._run is not None and not self._run.done:
-            run = self._run
+        run = self._resume or self._run
+        if consumed is not None:
+            if isinstance(consumed, (bool, np.bool_)) or not isinstance(consumed, numbers.Integral):
+                raise Error(f"{_WHO}: consumed must be an integer (got {consumed!r})")
+            consumed = int(consumed)
+            handed_out = run.core.handed_out if run is not None else 0
+            if not 0 <= consumed <= handed_out:
+                raise Error(
+                    f"{_WHO}: consumed={consumed}, but this epoch has handed out {handed_out} "
+                    "batches"
+                )
+        if run is not None and run.done and consumed in (None, run.core.handed_out):
+            run = None  # the epoch is over and fully taken: the state of the next one
         state: dict = {"format": STATE_FORMAT}
         if run is None:
             state.update(running=False, epoch=self._current_epoch(), inner=self._inner_state())
         else:
-            data, pending = run.core.save()
+            if consumed is None:
+                data, pending, position = run.core.save()
+                if self._prefetching and run is self._run:
+                    warnings.warn(
+                        "bcl.BalancedBatchSampler.state_dict(): a DataLoader with worker "
+                        "processes reads batches ahead of the training loop, and a state as of "
+                        "the last batch handed out loses those; pass consumed=<batches the loop "
+                        "has taken this epoch>",
+                        stacklevel=2,
+                    )
+            else:
+                data, pending, position = run.core.save_at(consumed)
             state.update(
                 running=True,
                 epoch=run.epoch,
                 inner=run.inner_state,
-                position=int(run.core.position),
+                position=int(position),
                 length=int(run.core.length),
                 digest=run.digest(),
                 # The level computed for the epoch, or None where it is not the epoch's own.
@@ -358,6 +422,7 @@ class BalancedBatchSampler:
         self._complete_table(indices)
         options = _core.with_mean_cost(self._options, level)
         core = self._epoch_type(self._table, options, data, pending, indices, position)
+        core.keep_states_for(self._prefetch_limit)
         return _Run(core, level, inner_state, epoch, digest)
 
     def _inner_rollback(self) -> Any:

@@ -208,6 +208,41 @@ public:
         m_stats.records_dropped += extra;
     }
 
+    /// Starts the next epoch of the same stream, aiming at `mean_cost` (options::mean_cost for
+    /// the new epoch; the other options stay). The balancer must be drained (finished, every
+    /// record handed out) or untouched (nothing pushed since it began or since the last
+    /// next_epoch()); otherwise bcl::error, and nothing changes.
+    ///
+    /// What the balancer learned stays: the quantile cap's sketch (no new warm-up), the heavy
+    /// slots, a calibration's fit and the coefficients in force, the running mean of the arrival
+    /// costs (mean_cost 0). What belongs to an epoch starts afresh: stats(), the round and batch
+    /// counts (observe() counts batches from 0 again; times of the last epoch's batches are no
+    /// longer taken), records. So an epoch restarted this way balances as the uninterrupted stream
+    /// would, where a new balancer would relearn all of it. O(1) but the calibration ledger,
+    /// O(options::calibration.horizon); allocates nothing.
+    void next_epoch(double mean_cost) {
+        if (!(m_finished && buffered() == 0) && m_stats.records_in != 0)
+            throw error("bcl::balancer::next_epoch: the epoch is under way (" +
+                        std::to_string(buffered()) + " records still held" +
+                        (m_finished ? std::string() : ", finish() not called") +
+                        "); drain it first");
+        options next = m_options;
+        next.mean_cost = mean_cost;
+        detail::check_cap_and_budget(next); // mean_cost's range, with the rest unchanged
+        m_options.mean_cost = mean_cost;
+        m_learned.records += m_stats.records_in;
+        m_learned.rounds += m_round;
+        m_learned.batches += m_stats.batches;
+        detail::start_epoch(m_stats);
+        m_round = 0;
+        m_finished = false;
+        m_last_batch_cost = 0.0;
+        if constexpr (calibrating) m_calibration.next_epoch();
+    }
+
+    /// next_epoch() at the options' own mean_cost.
+    void next_epoch() { next_epoch(m_options.mean_cost); }
+
     [[nodiscard]] bool finished() const noexcept { return m_finished; }
     /// Records pushed and not yet handed out in a batch (nor dropped).
     [[nodiscard]] std::size_t buffered() const noexcept {
@@ -246,12 +281,12 @@ private:
 
     [[nodiscard]] std::size_t waiting_batches() const noexcept { return m_ready.waiting(); }
 
-    // The long-run mean cost of a record: the option, or the mean of every record pushed.
+    // The long-run mean cost of a record: the option, or the mean of every record pushed (in
+    // earlier epochs too).
     [[nodiscard]] double mean_cost() const noexcept {
         if (m_options.mean_cost > 0.0) return m_options.mean_cost;
-        return m_stats.records_in == 0
-                   ? 0.0
-                   : m_arrival_cost_total / static_cast<double>(m_stats.records_in);
+        const std::uint64_t records = m_learned.records + m_stats.records_in;
+        return records == 0 ? 0.0 : m_arrival_cost_total / static_cast<double>(records);
     }
 
     // The misuse push() rejects before it looks at the record.
@@ -381,6 +416,7 @@ private:
         s.arrival_cost_total = m_arrival_cost_total;
         s.last_batch_cost = m_last_batch_cost;
         s.stats = m_stats;
+        s.learned = m_learned;
         s.waiting_batch_costs.assign(m_ready.waiting_costs().begin(),
                                      m_ready.waiting_costs().end());
         s.waiting_records = m_ready.waiting_records(m_options.batch_size);
@@ -416,6 +452,7 @@ private:
         m_arrival_cost_total = s.arrival_cost_total;
         m_last_batch_cost = s.last_batch_cost;
         m_stats = std::move(s.stats);
+        m_learned = s.learned;
         m_ready.restore(saved.pending.begin(), s.waiting_records, s.waiting_arrivals,
                         s.waiting_batch_costs, s.waiting_batch_memory);
         m_buffer.assign(saved.pending.begin() + static_cast<std::ptrdiff_t>(s.waiting_records),
@@ -441,6 +478,7 @@ private:
     statistics m_stats;
 
     double m_arrival_cost_total = 0.0; // sum of every accepted cost, for the long-run mean
+    detail::earlier_epochs m_learned;  // what the epochs before this one counted
     std::uint64_t m_round = 0;         // rounds run so far
     bool m_finished = false;
     detail::ready_batches<Record> m_ready;

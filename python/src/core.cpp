@@ -62,20 +62,31 @@ py::dict statistics_dict(const bcl::statistics& s) {
     return d;
 }
 
-template <class Estimator>
-void define_epoch(py::module_& m, const char* name) {
+/// Binds epoch<Estimator> as `name`; `make(table, extra...)` gives the estimator over a table,
+/// `Extra` the constructor arguments after the table (a calibrated cost's prior).
+template <class Estimator, class... Extra, class Make>
+void define_epoch(py::module_& m, const char* name, Make make) {
     using type = epoch<Estimator>;
-    py::class_<type>(m, name)
-        .def(py::init<std::shared_ptr<const cost_table>, const bcl::options&, index_array>(),
-             py::arg("table"), py::arg("options"), py::arg("indices"))
-        .def(py::init<std::shared_ptr<const cost_table>, const bcl::options&, std::string_view,
-                      const index_array&, index_array, std::size_t>(),
-             py::arg("table"), py::arg("options"), py::arg("state"), py::arg("pending"),
-             py::arg("indices"), py::arg("position"))
+    auto cls = py::class_<type>(m, name);
+    cls.def(py::init([make](std::shared_ptr<const cost_table> table, Extra... extra,
+                            const bcl::options& opt, index_array indices) {
+           Estimator e = make(table, extra...);
+           return type(std::move(table), std::move(e), opt, std::move(indices));
+       }))
+        .def(
+            py::init([make](std::shared_ptr<const cost_table> table, Extra... extra,
+                            const bcl::options& opt, std::string_view state,
+                            const index_array& pending, index_array indices, std::size_t position) {
+                Estimator e = make(table, extra...);
+                return type(std::move(table), std::move(e), opt, state, pending, std::move(indices),
+                            position);
+            }))
         .def("next_batch", &type::next_batch)
         .def("save", &type::save)
         .def("save_at", &type::save_at, py::arg("consumed"))
         .def("keep_states_for", &type::keep_states_for, py::arg("batches"))
+        .def("next_epoch", &type::next_epoch, py::arg("mean_cost"), py::arg("indices"))
+        .def("learned_state", &type::learned_state, py::arg("mean_cost"))
         .def_property_readonly("position", &type::position)
         .def_property_readonly("handed_out", &type::handed_out)
         .def_property_readonly("length", &type::length)
@@ -83,6 +94,10 @@ void define_epoch(py::module_& m, const char* name) {
         .def_property_readonly("drained", &type::drained)
         .def_property_readonly("buffered", &type::buffered)
         .def("stats", &type::stats);
+    if constexpr (bcl::calibratable_estimator<Estimator, std::int64_t>) {
+        cls.def("observe", &type::observe, py::arg("batch_index"), py::arg("seconds"))
+            .def("calibration", &type::calibration);
+    }
 }
 
 /// The level a balancer over the epoch `indices` aims its sliding rounds at: the mean of their
@@ -172,6 +187,14 @@ PYBIND11_MODULE(_core, m) {
         "The indices `source` yields as an int64 array; bcl.Error for any that is not an "
         "integer in [0, 2^63), naming `what`, the position and the value.");
 
-    define_epoch<index_cost>(m, "epoch");
-    define_epoch<index_cost_memory>(m, "memory_epoch");
+    define_epoch<index_cost>(
+        m, "epoch", [](const std::shared_ptr<const cost_table>& t) { return index_cost{t}; });
+    define_epoch<index_cost_memory>(
+        m, "memory_epoch",
+        [](const std::shared_ptr<const cost_table>& t) { return index_cost_memory{t}; });
+    define_epoch<calibrated_index_cost, double, double, double>(
+        m, "calibrated_epoch",
+        [](const std::shared_ptr<const cost_table>& t, double a, double b, double c) {
+            return bcl::calibrated_affine_quadratic(a, b, c, index_length{t});
+        });
 }

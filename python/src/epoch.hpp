@@ -39,6 +39,16 @@ struct index_cost_memory {
     double memory(const std::int64_t& index) const { return table->memory(index); }
 };
 
+/// The length of an index, looked up in a table of lengths (for a calibrated cost).
+struct index_length {
+    std::shared_ptr<const cost_table> table;
+    double operator()(const std::int64_t& index) const { return table->cost(index); }
+};
+
+/// a + b*L + c*L^2 of an index's length L, with (a, b, c) fitted to the batch times observed.
+using calibrated_index_cost =
+    decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, index_length{}));
+
 py::dict statistics_dict(const bcl::statistics& s);
 
 /// One epoch: next_batch() pushes the epoch's indices until a batch is ready and pops it.
@@ -47,10 +57,12 @@ class epoch {
     using balancer = bcl::balancer<std::int64_t, Estimator>;
 
 public:
-    /// A new epoch over `indices` (checked one-dimensional int64, as strict_indices gives them).
-    epoch(std::shared_ptr<const cost_table> table, const bcl::options& opt, index_array indices)
-        : m_table(table), m_options(opt), m_balancer(Estimator{std::move(table)}, opt),
-          m_indices(std::move(indices)) {
+    /// A new epoch over `indices` (checked one-dimensional int64, as strict_indices gives them),
+    /// estimating with `estimator`, whose costs (or lengths) `table` holds.
+    epoch(std::shared_ptr<const cost_table> table, Estimator estimator, const bcl::options& opt,
+          index_array indices)
+        : m_table(std::move(table)), m_estimator(estimator), m_options(opt),
+          m_balancer(std::move(estimator), opt), m_indices(std::move(indices)) {
         keep_base();
     }
 
@@ -60,10 +72,11 @@ public:
     /// (bcl::detail::check_index_epoch: the position against the balancer's count of pushed
     /// records, each pending index against the epoch); a mismatch is a bcl::error naming the
     /// field.
-    epoch(std::shared_ptr<const cost_table> table, const bcl::options& opt, std::string_view state,
-          const index_array& pending, index_array indices, std::size_t position)
-        : m_table(table), m_options(opt),
-          m_balancer(restored(table, opt, state, pending, indices, position)),
+    epoch(std::shared_ptr<const cost_table> table, Estimator estimator, const bcl::options& opt,
+          std::string_view state, const index_array& pending, index_array indices,
+          std::size_t position)
+        : m_table(table), m_estimator(estimator), m_options(opt),
+          m_balancer(restored(table, std::move(estimator), opt, state, pending, indices, position)),
           m_indices(std::move(indices)), m_position(position) {
         keep_base();
     }
@@ -122,9 +135,49 @@ public:
                              " batches behind the last one handed out; the sampler keeps the "
                              "states of the last " +
                              std::to_string(m_keep) + " (prefetch_limit)");
-        balancer b(Estimator{m_table}, m_options, kept->state);
+        balancer b(m_estimator, m_options, kept->state);
         for (std::uint64_t i = kept->handed_out; i < consumed; ++i) (void)b.pop();
         return as_tuple(b.save(), kept->position);
+    }
+
+    /// The next epoch over `indices`, aiming at `mean_cost`, in this epoch's balancer, which
+    /// keeps what it learned (bcl::balancer::next_epoch). The balancer must be drained or
+    /// untouched (bcl::error otherwise, and nothing changes).
+    void next_epoch(double mean_cost, index_array indices) {
+        m_balancer.next_epoch(mean_cost);
+        m_options.mean_cost = mean_cost;
+        m_indices = std::move(indices);
+        m_position = 0;
+        m_kept.clear();
+        keep_base();
+    }
+
+    /// The bytes of what this (drained or untouched) epoch's balancer carries into the next one:
+    /// its state once next_epoch(mean_cost) starts an epoch, with nothing pushed yet.
+    [[nodiscard]] py::bytes learned_state(double mean_cost) const {
+        balancer next = m_balancer;
+        next.next_epoch(mean_cost);
+        return py::bytes(next.save().to_bytes());
+    }
+
+    /// Calibration: the time of the epoch's batch `batch_index` (from 0); see
+    /// bcl::balancer::observe.
+    void observe(std::uint64_t batch_index,
+                 double seconds) requires bcl::calibratable_estimator<Estimator, std::int64_t> {
+        m_balancer.observe(batch_index, seconds);
+    }
+
+    /// Calibration: what the fit has learned, as a dict.
+    [[nodiscard]] py::dict
+    calibration() const requires bcl::calibratable_estimator<Estimator, std::int64_t> {
+        const auto c = m_balancer.calibration();
+        py::dict d;
+        d["fitted"] = py::make_tuple(c.fitted[0], c.fitted[1], c.fitted[2]);
+        d["applied"] = py::make_tuple(c.applied[0], c.applied[1], c.applied[2]);
+        d["times_observed"] = c.times_observed;
+        d["times_downweighted"] = c.times_downweighted;
+        d["has_fit"] = c.has_fit;
+        return d;
     }
 
     /// Keeps, from now on, what save_at() needs for the last `batches` batches handed out.
@@ -171,7 +224,7 @@ private:
             m_kept.pop_front();
     }
 
-    static balancer restored(const std::shared_ptr<const cost_table>& table,
+    static balancer restored(const std::shared_ptr<const cost_table>& table, Estimator estimator,
                              const bcl::options& opt, std::string_view state,
                              const index_array& pending, const index_array& indices,
                              std::size_t position) {
@@ -187,7 +240,7 @@ private:
         for (const std::int64_t index : held) (void)table->cost(index); // each has a cost
         bcl::detail::check_index_epoch<std::int64_t>(who, saved.snapshot, held, all.first(position),
                                                      table->dataset_size());
-        return balancer(Estimator{table}, opt, std::move(saved));
+        return balancer(std::move(estimator), opt, std::move(saved));
     }
 
     void push(std::int64_t index) {
@@ -216,6 +269,7 @@ private:
     }
 
     std::shared_ptr<const cost_table> m_table;
+    Estimator m_estimator; // as given: what save_at()'s balancers start from
     bcl::options m_options;
     balancer m_balancer;
     index_array m_indices;

@@ -87,10 +87,10 @@ def test_tumbling_with_drop_last_drops_the_last_indices_of_the_epoch(setup, b):
 @given(setups())
 def test_same_input_options_and_seed_give_the_same_batches(setup):
     order, costs, options = setup
-    first = list(bcl.BalancedBatchSampler(order, costs, **options))
-    again = bcl.BalancedBatchSampler(list(order), np.array(costs), **options)
-    assert list(again) == first
-    assert list(again) == first  # a second epoch over the same order: the same batches
+    one = bcl.BalancedBatchSampler(order, costs, **options)
+    other = bcl.BalancedBatchSampler(list(order), np.array(costs), **options)
+    for _ in range(2):  # epoch after epoch (each carrying what the one before learned)
+        assert list(other) == list(one)
 
 
 def test_balancing_shrinks_the_time_ranks_wait_for_the_slowest_far_below_plain_batches():

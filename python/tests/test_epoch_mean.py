@@ -66,15 +66,22 @@ def test_the_batches_are_those_of_a_balancer_given_that_level(policy):
     assert fixed.mean_cost == own.mean_cost
 
 
-def running_mean_batches(costs, order, batch_size):
-    """The batches of a C++ balancer at its running mean (options::mean_cost 0) over `order`."""
+def running_mean_batches(costs, order, batch_size, epochs=1):
+    """The batches of a C++ balancer at its running mean (options::mean_cost 0) over `order`,
+    one list per epoch, the balancer carried from epoch to epoch (bcl::balancer::next_epoch)."""
     opt = _core.options()
     opt.batch_size = batch_size
-    core = _core.epoch(_core.cost_table(costs, None), opt, np.asarray(order, dtype=np.int64))
-    batches = []
-    while (batch := core.next_batch()) is not None:
-        batches.append(batch)
-    return batches
+    indices = np.asarray(order, dtype=np.int64)
+    core = _core.epoch(_core.cost_table(costs, None), opt, indices)
+    out = []
+    for epoch in range(epochs):
+        if epoch > 0:
+            core.next_epoch(0.0, indices)
+        batches = []
+        while (batch := core.next_batch()) is not None:
+            batches.append(batch)
+        out.append(batches)
+    return out if epochs > 1 else out[0]
 
 
 def test_the_level_changes_what_sliding_rounds_choose():
@@ -91,9 +98,11 @@ def test_running_gives_the_batches_of_a_balancer_at_its_running_mean():
     costs = heavy_costs(4000, 3)
     order = np.random.default_rng(3).permutation(4000).tolist()
     sampler = bcl.BalancedBatchSampler(order, costs, 8, mean_cost="running")
-    for _ in range(2):  # every epoch starts its running mean afresh
-        assert list(sampler) == running_mean_batches(costs, order, 8)
+    expected = running_mean_batches(costs, order, 8, epochs=2)
+    for epoch in range(2):  # the running mean carries on from epoch to epoch
+        assert list(sampler) == expected[epoch]
         assert sampler.mean_cost == 0.0
+    assert expected[0] != expected[1]
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -392,3 +392,26 @@ def test_a_state_without_consumed_under_a_loader_with_workers_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         quiet.state_dict()
+
+
+def test_what_the_balancer_learned_carries_into_the_next_epoch_and_through_a_state():
+    # A p90 cap warms up over the first epoch; the second epoch starts with it in force. A state
+    # saved between the epochs carries it, so the resumed second epoch is the uninterrupted one.
+    n, b = 600, 8
+    costs = sequence_costs(n, 6)
+    options = dict(cap="p90", cap_warmup=400, lookahead=4)
+    reference = bcl.BalancedBatchSampler(Shuffled(n, seed=3), costs, b, **options)
+    first, second = list(reference), list(reference)
+    assert reference.stats["records_capped"] > 0  # capped from the epoch's first index on
+
+    fresh = bcl.BalancedBatchSampler(Shuffled(n, seed=3), costs, b, **options)
+    list(fresh)
+    restarted = bcl.BalancedBatchSampler(Shuffled(n, seed=0), costs, b, **options)
+    restarted.load_state_dict(round_trip(fresh.state_dict()))
+    assert list(restarted) == second
+
+    # A sampler whose balancer starts afresh (a state without what was learned) differs.
+    forgetful = bcl.BalancedBatchSampler(Shuffled(n, seed=0), costs, b, **options)
+    state = fresh.state_dict()
+    forgetful.load_state_dict(resealed(state, learned=None))
+    assert list(forgetful) != second

@@ -30,6 +30,7 @@ CONFIGS = {
     "memory budget": dict(memory=True),
     "callable costs": dict(callable=True),
     "distributed inner sampler": dict(distributed=True),
+    "calibrated": dict(calibrated=True),
 }
 
 
@@ -39,6 +40,9 @@ def build(config, n=N):
     costs = sequence_costs(n, 7)
     if options.pop("callable", False):
         costs = costs.tolist().__getitem__
+    if options.pop("calibrated", False):
+        costs = bcl.affine_quadratic(np.sqrt(costs), 1.0, 0.5, 0.01)
+        options["calibrate"] = True
     if options.pop("memory", False):
         memory = sequence_costs(n, 8)
         options.update(memory=memory, memory_budget=float(B * memory.max()))
@@ -51,9 +55,14 @@ def build(config, n=N):
 
 
 def saved(config, stop):
-    """(the state after `stop` batches, those batches, the whole uninterrupted epoch)."""
+    """(the state after `stop` batches, those batches, the whole uninterrupted epoch); stop
+    "end": the state after the epoch's iterator ended, which carries what its balancer learned
+    into the next epoch."""
     sampler = build(config)
     it = iter(sampler)
+    if stop == "end":
+        head = list(it)
+        return pickle.loads(pickle.dumps(sampler.state_dict())), [], head
     head = [next(it) for _ in range(stop)]
     state = pickle.loads(pickle.dumps(sampler.state_dict()))
     return state, head, head + list(it)
@@ -146,6 +155,8 @@ TAMPERS = {
     "no checksum": lambda s: {k: v for k, v in s.items() if k != "checksum"},
     "format 2": _set("format", "bcl.BalancedBatchSampler/2"),
     "balancer truncated": lambda s: dict(s, balancer=(s.get("balancer") or b"")[:-9]),
+    "learned truncated": lambda s: dict(s, learned=(s.get("learned") or b"")[:-9]),
+    "learned from a running epoch": lambda s: dict(s, learned=saved("sliding", 3)[0]["balancer"]),
     "a list": lambda s: list(s.items()),
 }
 
@@ -154,11 +165,14 @@ def _group(config, stop):
     """Every tamper, resealed or not, on one saved state; a map of (tamper, reseal) to outcome."""
     state, head, _ = saved(config, stop)
     running_only = ("position", "pending", "length", "digest", "epoch_mean", "balancer")
+    between_only = ("learned",)
 
     def all_trials():
         out = {}
         for name, tamper in TAMPERS.items():
             if not state["running"] and name.startswith(running_only):
+                continue
+            if state["running"] and name.startswith(between_only):
                 continue
             for reseal in (False, True):
                 try:
@@ -172,7 +186,7 @@ def _group(config, stop):
 
 def _stops(config):
     batches = len(list(build(config)))
-    return sorted({0, 1, 5, 20, batches - 1, batches})
+    return sorted({0, 1, 5, 20, batches - 1, batches}) + ["end"]
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
@@ -206,8 +220,7 @@ def test_a_state_of_a_sampler_over_another_dataset_size_is_refused_naming_it():
 def test_the_state_that_once_hung_is_refused_at_once():
     # Every index pushed (the drain under way), position set to 0: the old core looked for room
     # to push forever, holding the GIL.
-    stops = _stops("sliding")
-    state, head, _ = saved("sliding", stops[-2])
+    state, head, _ = saved("sliding", len(list(build("sliding"))) - 1)
     kind, detail = forked.run(
         lambda: trial("sliding", state, head, _set("position", 0), reseal=True), timeout=30.0
     )[1]

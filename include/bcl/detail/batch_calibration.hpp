@@ -69,6 +69,13 @@ public:
 
     void count_record(const vec& x) noexcept { m_fit.count_record(x); }
 
+    /// A new epoch (balancer::next_epoch): its batches count from 0 again, so the ledger of
+    /// batches awaiting their times is emptied; the fit stays.
+    void next_epoch() noexcept {
+        std::fill(m_ring_state.begin(), m_ring_state.end(), std::uint8_t{0});
+        start_round(0);
+    }
+
     /// A round of `packs` batches begins (capacity reserved: cannot throw).
     void start_round(std::size_t packs) noexcept {
         m_batch_sums.assign(packs, vec{});
@@ -288,9 +295,11 @@ private:
 /// Throws bcl::error unless `s` is what a balancer calibrating `s.features` features (none if 0)
 /// with horizon `horizon` could have saved after emitting `batches` batches and taking `records`
 /// records, with `waiting_batches` formed and not yet popped.
+/// Checks a calibration snapshot against its balancer's counts: `batches` of this epoch (its
+/// ledger), and the batches and records of every epoch (what the fit counted).
 inline void check_calibration_snapshot(const calibration_snapshot& s, std::size_t horizon,
-                                       std::uint64_t batches, std::uint64_t records,
-                                       std::size_t waiting_batches) {
+                                       std::uint64_t batches, std::uint64_t all_batches,
+                                       std::uint64_t records, std::size_t waiting_batches) {
     auto check = [](bool ok, const char* what) {
         if (!ok) throw error(std::string("bcl: saved state is inconsistent: ") + what);
     };
@@ -312,7 +321,7 @@ inline void check_calibration_snapshot(const calibration_snapshot& s, std::size_
         any = any || c > 0.0;
     }
     check(any, "calibrated coefficients that are all zero");
-    check(s.counts[0] <= records && s.counts[1] <= batches && s.counts[2] <= s.counts[1] &&
+    check(s.counts[0] <= records && s.counts[1] <= all_batches && s.counts[2] <= s.counts[1] &&
               s.counts[3] <= 1 && s.counts[4] <= 1,
           "calibration counts that do not fit the balancer's");
     const std::uint64_t kept = std::min<std::uint64_t>(batches, horizon);

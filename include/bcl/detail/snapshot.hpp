@@ -25,6 +25,24 @@
 
 namespace bcl::detail {
 
+/// What the epochs before the current one counted (balancer::next_epoch): the records behind
+/// the quantile sketch and the running mean, the rounds the heavy slots saw, the batches a
+/// calibration was told of. All 0 for a balancer's first epoch.
+struct earlier_epochs {
+    std::uint64_t records = 0;
+    std::uint64_t rounds = 0;
+    std::uint64_t batches = 0;
+};
+
+/// A statistics object as a new epoch starts it: every count 0, the delay histogram emptied
+/// (its room kept, so that the next epoch allocates nothing).
+inline void start_epoch(statistics& stats) noexcept {
+    std::vector<std::uint64_t> histogram = std::move(stats.delay_histogram);
+    histogram.clear();
+    stats = statistics{};
+    stats.delay_histogram = std::move(histogram);
+}
+
 struct balancer_snapshot {
     options opt;
     std::uint64_t rng_state = 0;
@@ -33,6 +51,7 @@ struct balancer_snapshot {
     double arrival_cost_total = 0.0;
     double last_batch_cost = 0.0;
     statistics stats;
+    earlier_epochs learned;
     quantile_sketch sketch;
     double quantile_cap = HUGE_VAL; // the quantile cap in force (infinite before warm-up)
     bool tracks_memory = false;     // whether the memory vectors below are meaningful
@@ -177,6 +196,9 @@ inline calibration_snapshot read_calibration(byte_reader& r, const options& opt,
     w.u64(s.round);
     w.f64(s.arrival_cost_total);
     w.f64(s.last_batch_cost);
+    w.u64(s.learned.records);
+    w.u64(s.learned.rounds);
+    w.u64(s.learned.batches);
     w.u64(s.stats.records_in);
     w.u64(s.stats.records_out);
     w.u64(s.stats.records_dropped);
@@ -241,6 +263,9 @@ inline calibration_snapshot read_calibration(byte_reader& r, const options& opt,
     s.round = r.u64("the round counter");
     s.arrival_cost_total = r.f64("the total arrival cost");
     s.last_batch_cost = r.f64("the last batch cost");
+    s.learned.records = r.u64("the earlier epochs' records");
+    s.learned.rounds = r.u64("the earlier epochs' rounds");
+    s.learned.batches = r.u64("the earlier epochs' batches");
     s.stats.records_in = r.u64("records_in");
     s.stats.records_out = r.u64("records_out");
     s.stats.records_dropped = r.u64("records_dropped");

@@ -47,6 +47,11 @@ inline void check_consistent(const balancer_snapshot& s) {
 
     check_saved(st.records_in <= max_saved_records,
                 text(st.records_in) + " records pushed is more than any balancer can reach");
+    // The earlier epochs' counts, bounded so that their sums with this epoch's cannot wrap.
+    const earlier_epochs& learned = s.learned;
+    check_saved(learned.records <= max_saved_records - st.records_in &&
+                    learned.rounds <= max_saved_records && learned.batches <= max_saved_records,
+                "earlier epochs that counted more than any balancer can reach");
     check_saved(waiting <= o.lookahead,
                 text(waiting) + " waiting batches, more than lookahead = " + text(o.lookahead));
     check_saved(s.waiting_records <= waiting * b &&
@@ -160,14 +165,17 @@ inline void check_consistent(const balancer_snapshot& s) {
     check_saved(st.peak_batch_memory >= 0.0 && st.peak_batch_memory < HUGE_VAL,
                 "an invalid peak batch memory");
     check_saved(s.quantile_cap >= 0.0, "an invalid quantile cap");
-    check_saved(s.heavy_seen <= s.round, "heavy slots that saw more rounds than ran");
+    check_saved(s.heavy_seen <= learned.rounds + s.round,
+                "heavy slots that saw more rounds than ran");
     for (const std::vector<double>& recent : s.heavy_recent)
         for (const double x : recent)
             check_saved(x >= 0.0 && x <= max_estimate, "an invalid record of the heavy slots");
-    check_saved(s.sketch.count() == (o.cap.kind == cap_kind::quantile ? st.records_in : 0),
-                "a quantile sketch of " + text(s.sketch.count()) + " costs for " +
-                    text(st.records_in) + " records");
-    check_calibration_snapshot(s.calibration, o.calibration.horizon, st.batches, st.records_in,
+    const std::uint64_t sketched =
+        o.cap.kind == cap_kind::quantile ? learned.records + st.records_in : 0;
+    check_saved(s.sketch.count() == sketched, "a quantile sketch of " + text(s.sketch.count()) +
+                                                  " costs for " + text(sketched) + " records");
+    check_calibration_snapshot(s.calibration, o.calibration.horizon, st.batches,
+                               learned.batches + st.batches, learned.records + st.records_in,
                                waiting);
 }
 

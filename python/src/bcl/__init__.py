@@ -8,8 +8,8 @@ costs are balanced, so that every rank's step costs about the same. It is the C+
 
 from ._core import Error
 from ._core import version as __version__
-from ._sampler import BalancedBatchSampler
+from ._sampler import AffineQuadratic, BalancedBatchSampler, affine_quadratic
 
 Error.__module__ = "bcl"
 
-__all__ = ["BalancedBatchSampler", "Error", "__version__"]
+__all__ = ["AffineQuadratic", "BalancedBatchSampler", "Error", "__version__", "affine_quadratic"]

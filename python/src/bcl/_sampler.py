@@ -29,10 +29,10 @@ _EARLIER_FORMATS = ("bcl.BalancedBatchSampler/1", "bcl.BalancedBatchSampler/2")
 # sampler's to check.
 _CHECKED_FIELDS = (
     "format", "running", "epoch", "position", "length", "digest", "epoch_mean_cost",
-    "mean_cost_mode", "balancer", "pending", "dataset_size", "inner_kind",
+    "mean_cost_mode", "balancer", "pending", "dataset_size", "inner_kind", "learned",
 )  # fmt: skip
 
-# The fields only a state saved mid-epoch has.
+# The fields only a state saved mid-epoch has ("learned" is only a state's between epochs).
 _RUNNING_FIELDS = (
     "position", "length", "digest", "epoch_mean_cost", "mean_cost_mode", "balancer", "pending",
 )  # fmt: skip
@@ -58,6 +58,37 @@ _MEAN_COST_MODES = {
     "fixed": "a fixed mean_cost",
     "running": "mean_cost='running'",
 }
+
+
+class AffineQuadratic:
+    """The cost a + b*L + c*L^2 of each dataset index, from its length L (see affine_quadratic)."""
+
+    def __init__(self, lengths: inputs.CostSource, a: float, b: float, c: float) -> None:
+        self.lengths = lengths
+        self.coefficients = tuple(inputs.real(name, v) for name, v in (("a", a), ("b", b), ("c", c)))
+        if not all(0.0 <= v <= 1e300 for v in self.coefficients) or not any(self.coefficients):
+            raise Error(
+                f"bcl.affine_quadratic: the coefficients must be finite, >= 0 and not all 0 "
+                f"(got a={a!r}, b={b!r}, c={c!r})"
+            )
+
+    def costs(self) -> Any:
+        """The costs, in the form the lengths came in (an array, or a function of the index)."""
+        a, b, c = self.coefficients
+        if inputs.is_lookup(self.lengths):
+            length_of = inputs.Lookup("lengths", self.lengths)
+            return lambda i: float(np.polyval([c, b, a], length_of.values(np.array([i]))[0]))
+        lengths = inputs.real_array("lengths", self.lengths)
+        return a + lengths * (b + c * lengths)
+
+
+def affine_quadratic(lengths: inputs.CostSource, a: float = 0.0, b: float = 1.0,
+                     c: float = 0.0) -> AffineQuadratic:  # fmt: skip
+    """The cost a + b*L + c*L^2 of each dataset index from its length L (tokens, patches), for
+    ``BalancedBatchSampler(sampler, bcl.affine_quadratic(lengths, a, b, c), ...)``. ``lengths``
+    takes the forms ``costs`` does. With ``calibrate=True`` the sampler fits (a, b, c) to the
+    step times it is told, starting from these."""
+    return AffineQuadratic(lengths, a, b, c)
 
 
 class _Run:
@@ -100,7 +131,8 @@ class BalancedBatchSampler(_SamplerBase):
     Wraps ``sampler`` (any iterable of dataset indices, iterated afresh each epoch, e.g. a
     ``DistributedSampler``): each epoch its indices are buffered a lookahead window of
     ``lookahead * batch_size`` at a time and repartitioned into batches whose total cost, looked
-    up in ``costs``, is balanced. The contract of the C++ library holds: every batch has exactly
+    up in ``costs``, is balanced. One balancer runs from epoch to epoch: what it learned (a
+    quantile cap, the heavy slots, the running mean) carries over, only the indices drain. The contract of the C++ library holds: every batch has exactly
     ``batch_size`` indices but a short last one (dropped with ``drop_last``), the number of
     batches is ceil(N / batch_size) (floor with ``drop_last``) whatever the costs, so every rank
     emits the same count, and every index of the epoch comes out exactly once.
@@ -126,13 +158,16 @@ class BalancedBatchSampler(_SamplerBase):
             each epoch, the mean cost of that epoch's indices on this rank, as the cap clips
             them (``bcl::stream_mean_cost``), computed when the epoch starts; the sampler holds
             the epoch's indices anyway. A number > 0 fixes it for every epoch instead.
-            ``"running"``: each epoch's balancer estimates it from the indices it has taken
-            so far (the C++ balancer's default, options::mean_cost 0), starting afresh every
-            epoch, so the ranks aim at levels far apart early in each epoch.
+            ``"running"``: the balancer estimates it from the indices it has taken so far
+            (the C++ balancer's default, options::mean_cost 0), so the ranks aim at levels
+            far apart early in the first epoch.
         emission, batching, buffer_windows, max_age, largest_first: the ``bcl::options``
             fields of the same names, enum values by their C++ names (``"costliest_first"``,
             ``"shuffled"``, ``"packed"``, ``"padded"``). A collate_fn that pads every sequence
             to the batch's longest wants ``batching="padded"``.
+        calibrate: fit the cost model to the step times the training loop reports with
+            ``observe()`` (default False). ``costs`` must then be ``bcl.affine_quadratic(lengths,
+            a, b, c)``, whose coefficients are the prior the fit starts from.
         prefetch_limit: how many batches back from the last one handed out
             ``state_dict(consumed=k)`` can reach (default 64: a DataLoader keeps up to
             ``num_workers * prefetch_factor`` batches in flight).
@@ -165,6 +200,7 @@ class BalancedBatchSampler(_SamplerBase):
         cap_action: str = "clip",
         cap_prior: float = 0.0,
         prefetch_limit: int = 64,
+        calibrate: bool = False,
     ) -> None:
         opt = _core.options()
         opt.batch_size = inputs.whole("batch_size", batch_size)
@@ -194,7 +230,22 @@ class BalancedBatchSampler(_SamplerBase):
         self.batch_size: int = opt.batch_size
         self.drop_last: bool = opt.drop_last
         self._options = opt
+        calibrate = inputs.flag("calibrate", calibrate)
+        self._prior: tuple = ()  # a calibrated cost's prior (a, b, c), the epochs' extra argument
         self._epoch_type = _core.epoch if memory is None else _core.memory_epoch
+        if isinstance(costs, AffineQuadratic):
+            if calibrate:
+                if memory is not None:
+                    raise Error("calibrate=True takes no memory estimate (a calibrated cost has none)")
+                self._epoch_type, self._prior = _core.calibrated_epoch, costs.coefficients
+                costs = costs.lengths  # the table holds lengths; the estimator prices them
+            else:
+                costs = costs.costs()
+        elif calibrate:
+            raise Error(
+                "calibrate=True fits a + b*L + c*L^2 to the step times: pass "
+                "costs=bcl.affine_quadratic(lengths, a, b, c), the prior the fit starts from"
+            )
         if inputs.is_lookup(costs) or inputs.is_lookup(memory):
             # Costs known one index at a time: looked up for each epoch's new indices.
             self._cost_of: Optional[inputs.Lookup] = inputs.Lookup("costs", costs)
@@ -209,6 +260,7 @@ class BalancedBatchSampler(_SamplerBase):
         self._epoch: Optional[int] = None  # the last set_epoch() value
         self._run: Optional[_Run] = None  # the epoch being iterated, or the last one
         self._resume: Optional[_Run] = None  # a loaded state, waiting for the next __iter__
+        self._carry: Any = None  # a loaded epoch between epochs: what the balancer learned
         self._prefetching = False  # the last epoch was read by a DataLoader with workers
 
     # -- iteration -----------------------------------------------------------------------------
@@ -234,11 +286,16 @@ class BalancedBatchSampler(_SamplerBase):
         run.done = True
 
     def _start(self) -> _Run:
-        """Begins an epoch (or the loaded state's, prepared by load_state_dict())."""
+        """Begins an epoch (or the loaded state's, prepared by load_state_dict()). The balancer
+        of the epoch before carries on into it when that epoch was drained (what it learned, the
+        cap and the heavy slots, stays); an epoch left unfinished leaves a new one."""
         resume, self._resume = self._resume, None
         if resume is not None:
             self._run = resume
             return resume
+        carried, self._carry = self._carry, None
+        if carried is None and self._run is not None and self._run.core.drained:
+            carried = self._run.core
         inner_state = self._inner_state()
         epoch = self._current_epoch()
         indices = self._pull()
@@ -246,9 +303,12 @@ class BalancedBatchSampler(_SamplerBase):
         level = self._options.mean_cost
         if self._mean_cost_mode == "epoch":
             level = _core.epoch_mean_cost(self._table, indices, self._options.cap)
-        options = _core.with_mean_cost(self._options, level)
-        core = self._epoch_type(self._table, options, indices)
-        core.keep_states_for(self._prefetch_limit)
+        if carried is not None:
+            core = carried
+            core.next_epoch(level, indices)
+        else:
+            core = self._new_epoch(_core.with_mean_cost(self._options, level), indices)
+            core.keep_states_for(self._prefetch_limit)
         self._run = _Run(core, level, inner_state, epoch)
         return self._run
 
@@ -265,10 +325,13 @@ class BalancedBatchSampler(_SamplerBase):
         with an "of" entry saying what it is taken over (``batch_cost`` counts full batches
         only: the short last batch would distort its spread)."""
         run = self._resume or self._run
-        if run is not None:
-            return run.core.stats()
-        empty = np.empty(0, dtype=np.int64)
-        return self._epoch_type(self._table, self._options, empty).stats()
+        core = run.core if run is not None else self._carry
+        if core is None:
+            core = self._new_epoch(self._options, np.empty(0, np.int64))
+        stats = core.stats()
+        if self._prior:
+            stats["calibration"] = core.calibration()
+        return stats
 
     @property
     def mean_cost(self) -> float:
@@ -310,6 +373,7 @@ class BalancedBatchSampler(_SamplerBase):
         state: dict = {"format": STATE_FORMAT}
         if run is None:
             state.update(running=False, epoch=self._current_epoch(), inner=self._inner_state())
+            state["learned"] = self._learned_state()
         else:
             if consumed is None:
                 data, pending, position = run.core.save()
@@ -369,6 +433,7 @@ class BalancedBatchSampler(_SamplerBase):
             )
         epoch, inner = read.epoch(), read.get("inner")
         saved = self._read_run(read) if running else None
+        carry = None if running else self._read_learned(read)
         rollback = self._inner_rollback()
         try:
             if epoch is not None:
@@ -380,9 +445,49 @@ class BalancedBatchSampler(_SamplerBase):
             rollback()
             raise
         self._resume = resume
+        self._carry = carry
         self._run = None
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _new_epoch(self, options: Any, *args: Any) -> Any:
+        """A C++ epoch over this sampler's table (new: args = (indices,); restored: args =
+        (state bytes, pending, indices, position))."""
+        return self._epoch_type(self._table, *self._prior, options, *args)
+
+    # -- calibration ---------------------------------------------------------------------------
+
+    def observe(self, batch_index: int, seconds: float) -> None:
+        """Calibration (``calibrate=True``): the time the training step of this epoch's batch
+        number ``batch_index`` (from 0) took on this rank, its own compute (not the wait for the
+        other ranks), in any unit. Times may come late and in any order, within 256 batches;
+        the fit applies from the next round on. bcl.Error for a time that is negative or not
+        finite, or a batch not handed out, too old or already observed."""
+        if not self._prior:
+            raise Error(f"{_WHO}.observe: the sampler does not calibrate (calibrate=True)")
+        run = self._resume or self._run
+        if run is None:
+            raise Error(f"{_WHO}.observe: no batch of this epoch has been handed out")
+        if isinstance(batch_index, (bool, np.bool_)) or not isinstance(batch_index, numbers.Integral):
+            raise Error(f"{_WHO}.observe: batch_index must be an integer (got {batch_index!r})")
+        if not 0 <= int(batch_index) < 1 << 64:
+            raise Error(f"{_WHO}.observe: batch_index must be >= 0 (got {batch_index})")
+        run.core.observe(int(batch_index), inputs.real("seconds", seconds))
+
+    def _learned_state(self) -> Optional[bytes]:
+        """What the balancer of the last (drained) epoch carries into the next, as bytes."""
+        core = self._carry
+        if core is None and self._run is not None and self._run.core.drained:
+            core = self._run.core
+        return None if core is None else bytes(core.learned_state(self._options.mean_cost))
+
+    def _read_learned(self, read: Reader) -> Any:
+        """A state between epochs: the balancer it carries (checked: a balancer of these options
+        with nothing of an epoch in it), or None."""
+        if read.get("learned") is None:
+            return None
+        empty = np.empty(0, dtype=np.int64)
+        return self._new_epoch(self._options, read.data("learned"), empty, empty, 0)
 
     def _check_same_sampler(self, read: Reader) -> None:
         """The state's dataset size and inner sampler's kind must be this sampler's."""
@@ -421,7 +526,7 @@ class BalancedBatchSampler(_SamplerBase):
             )
         self._complete_table(indices)
         options = _core.with_mean_cost(self._options, level)
-        core = self._epoch_type(self._table, options, data, pending, indices, position)
+        core = self._new_epoch(options, data, pending, indices, position)
         core.keep_states_for(self._prefetch_limit)
         return _Run(core, level, inner_state, epoch, digest)
 

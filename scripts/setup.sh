@@ -12,7 +12,7 @@ if [[ "${1:-}" == "--all" ]]; then
     packages+=(clang-16 libc++-16-dev libc++abi-16-dev libclang-rt-16-dev clang-format-14 clang-tidy-16)
     packages+=(libtorch-dev libopenblas0-pthread)
     packages+=(python3 python3-venv python3-torch python3-numpy python3-setuptools python3-pybind11
-               pybind11-dev python3-pytest python3-hypothesis)
+               pybind11-dev python3-pytest python3-hypothesis python3-mypy flake8)
 fi
 
 missing=()

@@ -17,10 +17,12 @@ venv="${BCL_PYTHON_VENV:-build-python/venv}"
 # The Debian packages this needs; the caller installs them (apt-get).
 if ! command -v "$python" > /dev/null || ! command -v g++ > /dev/null ||
     ! "$python" -c 'import ensurepip, numpy, pybind11, pytest, hypothesis, setuptools, torch' \
-        2> /dev/null; then
+        2> /dev/null || ! "$python" -m flake8 --version > /dev/null 2>&1 ||
+    ! "$python" -m mypy --version > /dev/null 2>&1; then
     echo "scripts/test_python.sh: missing prerequisites. It needs $python and g++ with the" >&2
     echo "Debian packages python3-torch python3-numpy python3-setuptools python3-pybind11" >&2
-    echo "pybind11-dev python3-pytest python3-hypothesis python3-venv (apt-get install them)." >&2
+    echo "pybind11-dev python3-pytest python3-hypothesis python3-venv python3-mypy flake8" >&2
+    echo "(apt-get install them)." >&2
     exit 2
 fi
 
@@ -30,6 +32,11 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 echo "== pip install --no-build-isolation ./python"
 "$venv/bin/pip" install --quiet --no-build-isolation --no-deps --force-reinstall ./python
+
+echo "== flake8 and mypy"
+# Debian's flake8 and mypy, with the settings in .flake8 and python/pyproject.toml.
+"$python" -m flake8 python examples/python bench/python
+(cd python && "$python" -m mypy --cache-dir ../build-python/mypy_cache)
 
 echo "== pytest python/tests"
 # From python/tests' parent's parent, so the installed package is imported, not the sources.

@@ -96,5 +96,6 @@ def main():
     if args.max_ratio is not None and ratio > args.max_ratio:
         sys.exit(f"bcl's default costs {ratio:.2f}x BatchSampler per index, above {args.max_ratio}")
 
+
 if __name__ == "__main__":
     main()

@@ -103,7 +103,8 @@ def test_an_affine_quadratic_cost_without_calibration_is_its_table():
     costs = a + b * lengths + c * lengths**2
     order = np.random.default_rng(2).permutation(n).tolist()
     as_table = list(bcl.BalancedBatchSampler(order, costs, 8))
-    assert list(bcl.BalancedBatchSampler(order, bcl.affine_quadratic(lengths, a, b, c), 8)) == as_table
+    as_model = bcl.affine_quadratic(lengths, a, b, c)
+    assert list(bcl.BalancedBatchSampler(order, as_model, 8)) == as_table
     as_function = bcl.affine_quadratic(lambda i: lengths[i], a, b, c)
     assert list(bcl.BalancedBatchSampler(order, as_function, 8)) == as_table
 

@@ -194,6 +194,7 @@ def test_callable_mapping_tensor_and_array_costs_give_the_same_batches(n, b):
 
 def test_a_callable_is_asked_once_per_index_across_epochs():
     calls = []
+
     def cost(i):
         calls.append(i)
         return float(i % 7)

@@ -156,6 +156,7 @@ def test_a_dataloader_resumes_mid_epoch_like_a_stateful_dataloader():
     n, b = 300, 6
     lengths = np.random.default_rng(1).integers(1, 40, size=n)
     costs = lengths.astype(float)
+
     def loader():
         shard = DistributedSampler(range(n), num_replicas=2, rank=1, shuffle=True, seed=9)
         sampler = bcl.BalancedBatchSampler(shard, costs, b, lookahead=3)

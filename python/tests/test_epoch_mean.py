@@ -10,7 +10,7 @@ import pytest
 from torch.utils.data import DistributedSampler
 
 import bcl
-from bcl import _core, _state
+from bcl import _core
 
 from conftest import resealed, sequence_costs
 

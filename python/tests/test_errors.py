@@ -2,7 +2,6 @@
 what was wrong, never a crash or a wrong batch."""
 
 import math
-import re
 
 import numpy as np
 import pytest

@@ -77,7 +77,8 @@ def exact_epoch(batches, epoch, drop_last):
     if len(batches) != count or not sizes_ok:
         return False
     if drop_last:  # n mod B indices are dropped: the rest is a sub-multiset of the epoch
-        return not (collections.Counter(flat) - collections.Counter(epoch)) and len(flat) == count * B
+        extra = collections.Counter(flat) - collections.Counter(epoch)
+        return not extra and len(flat) == count * B
     return collections.Counter(flat) == collections.Counter(epoch)
 
 
@@ -120,6 +121,10 @@ def _emitted_index(s):
     return next(i for i in range(N) if i not in pending)
 
 
+def _pending_plus_emitted(s):
+    return dict(s, pending=list(s.get("pending") or []) + [_emitted_index(s)])
+
+
 TAMPERS = {
     "position + 1": lambda s: dict(s, position=s["position"] + 1),
     "position - 1": lambda s: dict(s, position=max(s["position"] - 1, 0)),
@@ -138,7 +143,7 @@ TAMPERS = {
     "pending 1.5": _pending(lambda p: [1.5] + p[1:]),
     "pending numpy uint64 max": _pending(lambda p: [np.uint64(2**64 - 1)] + p[1:]),
     "pending swapped": _pending(lambda p: p[::-1]),
-    "pending extra (emitted)": lambda s: dict(s, pending=list(s.get("pending") or []) + [_emitted_index(s)]),
+    "pending extra (emitted)": _pending_plus_emitted,
     "pending replaced by an emitted one": lambda s: dict(
         s, pending=[_emitted_index(s)] + list(s.get("pending") or [])[1:]
     ),

@@ -159,7 +159,9 @@ def real_value(name: str, index: int, value: Any) -> float:
     try:
         return float(value)
     except OverflowError:
-        raise Error(f"{name} of dataset index {index} is {value!r}, too large for a float") from None
+        raise Error(
+            f"{name} of dataset index {index} is {value!r}, too large for a float"
+        ) from None
 
 
 class Lookup:

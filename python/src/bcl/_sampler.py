@@ -6,6 +6,7 @@ import numbers
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
+from types import FrameType
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -15,10 +16,13 @@ from . import _inputs as inputs
 from ._core import Error
 from ._state import Reader, checksum, indices_digest, inner_kind
 
+_SamplerBase: Any = object
 try:  # a torch.utils.data.Sampler where torch is installed (isinstance checks hold), else plain
-    from torch.utils.data import Sampler as _SamplerBase
+    import torch.utils.data as _torch_data
+
+    _SamplerBase = _torch_data.Sampler
 except ImportError:  # pragma: no cover - the package itself needs only numpy
-    _SamplerBase = object
+    pass
 
 # Identifies the layout of state_dict(). The formats before it are refused: their balancer bytes
 # do not name the records of the waiting batches, so nothing could check them.
@@ -65,7 +69,7 @@ class AffineQuadratic:
 
     def __init__(self, lengths: inputs.CostSource, a: float, b: float, c: float) -> None:
         self.lengths = lengths
-        self.coefficients = tuple(inputs.real(name, v) for name, v in (("a", a), ("b", b), ("c", c)))
+        self.coefficients = tuple(inputs.real(k, v) for k, v in (("a", a), ("b", b), ("c", c)))
         if not all(0.0 <= v <= 1e300 for v in self.coefficients) or not any(self.coefficients):
             raise Error(
                 f"bcl.affine_quadratic: the coefficients must be finite, >= 0 and not all 0 "
@@ -114,12 +118,13 @@ class _Run:
 def _loader_with_workers() -> bool:
     """Whether the batch sampler's current next() comes from a DataLoader iterator with worker
     processes (which reads batches ahead of the training loop)."""
-    frame = sys._getframe(2)  # skips this function and the sampler's generator
+    frame: Optional[FrameType] = sys._getframe(2)  # skips this function and the generator
     for _ in range(3):
         if frame is None:
             break
         owner = frame.f_locals.get("self")
-        if owner is not None and getattr(owner, "_num_workers", 0) and hasattr(owner, "_sampler_iter"):
+        workers = getattr(owner, "_num_workers", 0) if owner is not None else 0
+        if workers and hasattr(owner, "_sampler_iter"):
             return True
         frame = frame.f_back
     return False
@@ -132,8 +137,9 @@ class BalancedBatchSampler(_SamplerBase):
     ``DistributedSampler``): each epoch its indices are buffered a lookahead window of
     ``lookahead * batch_size`` at a time and repartitioned into batches whose total cost, looked
     up in ``costs``, is balanced. One balancer runs from epoch to epoch: what it learned (a
-    quantile cap, the heavy slots, the running mean) carries over, only the indices drain. The contract of the C++ library holds: every batch has exactly
-    ``batch_size`` indices but a short last one (dropped with ``drop_last``), the number of
+    quantile cap, the heavy slots, the running mean) carries over, only the indices drain. The
+    contract of the C++ library holds: every batch has exactly ``batch_size`` indices but a
+    short last one (dropped with ``drop_last``), the number of
     batches is ceil(N / batch_size) (floor with ``drop_last``) whatever the costs, so every rank
     emits the same count, and every index of the epoch comes out exactly once.
 
@@ -236,7 +242,9 @@ class BalancedBatchSampler(_SamplerBase):
         if isinstance(costs, AffineQuadratic):
             if calibrate:
                 if memory is not None:
-                    raise Error("calibrate=True takes no memory estimate (a calibrated cost has none)")
+                    raise Error(
+                        "calibrate=True takes no memory estimate (a calibrated cost has none)"
+                    )
                 self._epoch_type, self._prior = _core.calibrated_epoch, costs.coefficients
                 costs = costs.lengths  # the table holds lengths; the estimator prices them
             else:
@@ -468,7 +476,8 @@ class BalancedBatchSampler(_SamplerBase):
         run = self._resume or self._run
         if run is None:
             raise Error(f"{_WHO}.observe: no batch of this epoch has been handed out")
-        if isinstance(batch_index, (bool, np.bool_)) or not isinstance(batch_index, numbers.Integral):
+        whole = isinstance(batch_index, numbers.Integral)
+        if isinstance(batch_index, (bool, np.bool_)) or not whole:
             raise Error(f"{_WHO}.observe: batch_index must be an integer (got {batch_index!r})")
         if not 0 <= int(batch_index) < 1 << 64:
             raise Error(f"{_WHO}.observe: batch_index must be >= 0 (got {batch_index})")

@@ -1,6 +1,9 @@
 // bcl::torch::balanced_sampler: the README's contract through libtorch's data loader, epochs,
-// each epoch's balancer at the epoch's own mean cost, exact resume through libtorch archives (of
-// this format and the one before), and bad input as clear errors.
+// each epoch's balancer at the epoch's own mean cost, exact resume through libtorch archives (and
+// the refusal of those of earlier formats), and bad input as clear errors. What load() checks
+// in an archive is archive_checks_test.cpp's.
+
+#include "sampler_support.hpp"
 
 #include <bcl/bcl.hpp>
 #include <bcl/torch/balanced_sampler.hpp>
@@ -25,28 +28,7 @@
 
 namespace {
 
-using index_batch = std::vector<std::size_t>;
-using Catch::Matchers::Contains;
-using torch::data::samplers::DistributedRandomSampler;
-using torch::data::samplers::DistributedSequentialSampler;
-using torch::data::samplers::RandomSampler;
-using torch::data::samplers::SequentialSampler;
-
-// A table of token counts: items of 10..400 tokens, scattered by a multiplicative hash, and, if
-// `heavy`, every 37th item 600 tokens long.
-std::vector<std::size_t> make_lengths(std::size_t n, bool heavy = true) {
-    std::vector<std::size_t> lengths(n);
-    for (std::size_t i = 0; i < n; ++i)
-        lengths[i] = heavy && i % 37 == 0 ? 600 : 10 + (i * 2654435761U) % 391;
-    return lengths;
-}
-
-// The cost of a dataset index: its length plus an attention-like quadratic term.
-auto length_cost(const std::vector<std::size_t>& lengths) {
-    return bcl::affine_quadratic(0.0, 1.0, 1.0 / 256,
-                                 [&lengths](std::size_t i) { return lengths.at(i); });
-}
-using length_cost_type = decltype(length_cost(std::declval<const std::vector<std::size_t>&>()));
+using namespace sampler_support;
 
 // A dataset whose examples are their own indices, so a loader's batches are the sampler's.
 class index_dataset : public torch::data::datasets::Dataset<index_dataset, std::size_t> {
@@ -58,20 +40,6 @@ public:
 private:
     std::size_t m_n;
 };
-
-template <class Sampler>
-std::vector<index_batch> drain(Sampler& sampler, std::size_t batch_size) {
-    std::vector<index_batch> out;
-    while (torch::optional<index_batch> b = sampler.next(batch_size)) out.push_back(std::move(*b));
-    return out;
-}
-
-index_batch sorted_concat(const std::vector<index_batch>& batches) {
-    index_batch all;
-    for (const index_batch& b : batches) all.insert(all.end(), b.begin(), b.end());
-    std::sort(all.begin(), all.end());
-    return all;
-}
 
 index_batch iota(std::size_t n) {
     index_batch all(n);
@@ -143,27 +111,6 @@ public:
     std::vector<std::size_t> asked;
 };
 
-std::string archive_bytes(torch::serialize::OutputArchive& archive) {
-    std::ostringstream bytes;
-    archive.save_to(bytes);
-    return bytes.str();
-}
-
-template <class Sampler>
-void load_bytes(Sampler& sampler, const std::string& bytes) {
-    torch::serialize::InputArchive in;
-    std::istringstream stream(bytes);
-    in.load_from(stream);
-    sampler.load(in);
-}
-
-template <class Sampler>
-std::string saved_bytes(const Sampler& sampler) {
-    torch::serialize::OutputArchive out;
-    sampler.save(out);
-    return archive_bytes(out);
-}
-
 torch::Tensor int64_values(const std::vector<std::size_t>& values) {
     const std::vector<std::int64_t> v(values.begin(), values.end());
     return torch::tensor(v, torch::TensorOptions().dtype(torch::kInt64)).reshape({-1});
@@ -176,13 +123,14 @@ torch::Tensor byte_values(const std::string& bytes) {
     return t;
 }
 
-// The archive balanced_sampler::save wrote in format 1, before the sampler used the epoch's
-// mean, after handing out `taken` batches of its first epoch (appended to `handed`). This is that
-// version's next() and save(), replayed: its balancer ran at options::mean_cost as given (0, the
-// running mean), fed from bulk draws of max(buffer, 1024) indices up to a full buffer.
-std::string format1_archive(DistributedRandomSampler inner, const length_cost_type& cost,
-                            const bcl::options& opt, std::size_t taken,
-                            std::vector<index_batch>& handed) {
+// An archive as balanced_sampler::save wrote it in format 1 (before the sampler used the epoch's
+// mean) or 2 (which added bcl_draw and bcl_mean_cost), after handing out `taken` batches of its
+// first epoch (appended to `handed`). This is that version's next() and save(), replayed: its
+// balancer ran at options::mean_cost as given (0, the running mean), fed from bulk draws of
+// max(buffer, 1024) indices up to a full buffer.
+std::string early_archive(std::int64_t format, DistributedRandomSampler inner,
+                          const length_cost_type& cost, const bcl::options& opt, std::size_t taken,
+                          std::vector<index_batch>& handed) {
     bcl::balancer<std::size_t, length_cost_type> b(cost, opt);
     const std::size_t capacity = bcl::buffer_capacity(opt);
     const std::size_t pull = std::max<std::size_t>(capacity, 1024);
@@ -212,13 +160,17 @@ std::string format1_archive(DistributedRandomSampler inner, const length_cost_ty
     inner.save(nested);
     out.write("inner", nested);
     const auto state = b.save();
-    out.write("bcl_format", int64_values({1}), /*is_buffer=*/true);
+    out.write("bcl_format", int64_values({std::size_t(format)}), /*is_buffer=*/true);
     out.write("bcl_balancer_state", byte_values(state.to_bytes()), /*is_buffer=*/true);
     out.write("bcl_pending", int64_values(state.pending), /*is_buffer=*/true);
     out.write("bcl_staged",
               int64_values(index_batch(staged.begin() + std::ptrdiff_t(next), staged.end())),
               /*is_buffer=*/true);
     out.write("bcl_epoch", int64_values({0, taken > 0 ? 1U : 0U, 0}), /*is_buffer=*/true);
+    if (format >= 2) {
+        out.write("bcl_draw", int64_values({2}), /*is_buffer=*/true);
+        out.write("bcl_mean_cost", torch::zeros({1}, torch::kFloat64), /*is_buffer=*/true);
+    }
     return archive_bytes(out);
 }
 
@@ -235,10 +187,6 @@ double full_batch_cv(const std::vector<index_batch>& batches, const length_cost_
     for (const index_batch& b : batches)
         if (b.size() == batch_size) s.add(batch_cost(b, cost));
     return s.cv();
-}
-
-bcl::lookahead_policy policy_named(const std::string& name) {
-    return name == "tumbling" ? bcl::lookahead_policy::tumbling : bcl::lookahead_policy::sliding;
 }
 
 // The snippet docs/torch.md shows (the test torch_doc_snippet keeps the two identical).
@@ -560,9 +508,9 @@ TEST_CASE("torch: load() refuses an archive saved under other options, or by ano
 
     // Another bcl_format (a later one, say) is refused by name.
     torch::serialize::OutputArchive later;
-    later.write("bcl_format", int64_values({3}), /*is_buffer=*/true);
+    later.write("bcl_format", int64_values({4}), /*is_buffer=*/true);
     REQUIRE_THROWS_WITH(at_mean.load(*archive(archive_bytes(later))),
-                        Contains("bcl_format is 3, not 1 or 2"));
+                        Contains("bcl_format is 4, not 3"));
 
     // An archive of libtorch's own sampler has none of the balancer's state.
     DistributedRandomSampler plain(n);
@@ -805,14 +753,15 @@ TEST_CASE("torch: a failure while an epoch is drawn loses no index: asked again,
     REQUIRE(drain(restored, b) == expected);
 }
 
-TEST_CASE("torch: an archive of format 1, written before the epoch's mean, still loads: that "
-          "epoch ends at its running mean, the later ones run at their own mean",
+TEST_CASE("torch: an archive of format 1 or 2, written by an earlier bcl, is refused: it cannot be "
+          "verified; the sampler is unchanged, and the epoch started over runs at its own mean",
           "[torch][resume]") {
+    const std::int64_t format = GENERATE(1, 2);
     const std::string policy = GENERATE("sliding", "tumbling");
     // Batches handed out before the save: none, mid-window, and past the first bulk draw's
-    // pushes (the rest of the share is drawn after the load).
-    const std::size_t taken = GENERATE(0, 3, 9, 50);
-    CAPTURE(policy, taken);
+    // pushes.
+    const std::size_t taken = GENERATE(0, 3, 50);
+    CAPTURE(format, policy, taken);
     constexpr std::size_t n = 2 * 1500; // rank 1 of 2: 1500 indices, more than a bulk of 1024
     constexpr std::size_t b = 16;
     const std::vector<std::size_t> lengths = make_lengths(n);
@@ -822,39 +771,33 @@ TEST_CASE("torch: an archive of format 1, written before the epoch's mean, still
         return bcl::torch::balanced_sampler(DistributedRandomSampler(n, 2, 1), cost, opt);
     };
 
-    // Epoch 0 as the format-1 sampler ran it: one balancer at the running mean (mean_cost 0).
+    // Epoch 0 as the early sampler ran it: one balancer at the running mean (mean_cost 0).
     const index_batch order0 = inner_order(n, 2, 1, 0);
-    const std::vector<index_batch> epoch0 = direct_batches(order0, cost, opt);
-    if (policy == "sliding")
-        REQUIRE(epoch0 != direct_batches(order0, cost, at_epoch_mean(opt, order0, cost)));
     std::vector<index_batch> handed;
     const std::string archive =
-        format1_archive(DistributedRandomSampler(n, 2, 1), cost, opt, taken, handed);
+        early_archive(format, DistributedRandomSampler(n, 2, 1), cost, opt, taken, handed);
+    const std::vector<index_batch> epoch0 = direct_batches(order0, cost, opt);
     REQUIRE(handed ==
             std::vector<index_batch>(epoch0.begin(), epoch0.begin() + std::ptrdiff_t(taken)));
 
+    // A sampler two batches into its first epoch refuses it, and carries on as its twin does.
     auto restored = make();
-    load_bytes(restored, archive);
-    REQUIRE(restored.epoch() == 0);
-    REQUIRE(restored.mean_cost() == 0.0);
-    // Two batches more, then a save in format 2 and a load into a third sampler, mid-epoch.
-    std::vector<index_batch> rest{*restored.next(b), *restored.next(b)};
-    auto again = make();
-    load_bytes(again, saved_bytes(restored));
-    REQUIRE(again.mean_cost() == 0.0);
-    for (index_batch& x : drain(again, b)) rest.push_back(std::move(x));
-    REQUIRE(rest == std::vector<index_batch>(epoch0.begin() + std::ptrdiff_t(taken), epoch0.end()));
-    REQUIRE(drain(restored, b) == std::vector<index_batch>(rest.begin() + 2, rest.end()));
+    auto twin = make();
+    for (auto* s : {&restored, &twin}) REQUIRE(s->next(b).has_value());
+    REQUIRE(restored.next(b) == twin.next(b));
+    REQUIRE_THROWS_AS(load_bytes(restored, archive), bcl::error);
+    REQUIRE_THROWS_WITH(load_bytes(restored, archive),
+                        Contains("bcl_format is " + std::to_string(format)) &&
+                            Contains("earlier bcl") && Contains("cannot be verified") &&
+                            Contains("start the epoch it was saved in over"));
+    REQUIRE(restored.epoch() == twin.epoch());
+    REQUIRE(restored.mean_cost() == twin.mean_cost());
+    REQUIRE(drain(restored, b) == drain(twin, b));
 
-    // The next epoch runs at its own mean.
-    const index_batch order1 = inner_order(n, 2, 1, 1);
-    const bcl::options at_mean = at_epoch_mean(opt, order1, cost);
-    for (auto* s : {&restored, &again}) {
-        s->reset();
-        REQUIRE(s->epoch() == 1);
-        REQUIRE(drain(*s, b) == direct_batches(order1, cost, at_mean));
-        REQUIRE(s->mean_cost() == at_mean.mean_cost);
-    }
+    // What the message asks for: the epoch it was saved in, started over, at its own mean.
+    restored.set_epoch(0);
+    restored.reset();
+    REQUIRE(drain(restored, b) == direct_batches(order0, cost, at_epoch_mean(opt, order0, cost)));
 }
 
 TEST_CASE("torch: an empty epoch hands out no batch", "[torch][mean_cost]") {

@@ -13,6 +13,9 @@
 #include <bcl/options.hpp>
 #include <bcl/statistics.hpp>
 #include <bcl/stream_mean_cost.hpp>
+#include <bcl/torch/detail/archive.hpp>
+#include <bcl/torch/detail/inner_sampler.hpp>
+#include <bcl/torch/detail/sampler_archive.hpp>
 
 #if __has_include(<torch/data/samplers/base.h>)
 
@@ -24,8 +27,6 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
-#include <cstdint>
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -84,23 +85,29 @@ concept epoch_sampler = index_sampler<S> && requires(S& s, const S& cs, std::siz
 /// or set_epoch() was called since the last reset() (so the loader's first begin() does not
 /// skip epoch 0). An epoch_sampler inner sampler is given the epoch before it is reset.
 ///
-/// Resume: save() writes the inner sampler's state, the balancer's state, the indices held and
-/// the epoch's mean cost, so a sampler constructed alike and load()ed from that archive hands out
-/// exactly the batches the saved one would have, from any point, mid-window too, and through later
-/// epochs. Under a data loader with worker threads the loader asks for batches ahead of the
-/// trainer: save a sampler the trainer drives itself (or a loader with `workers(0)`) to resume at a
-/// step.
+/// Resume: save() writes the inner sampler's state and the epoch's (the balancer's, the indices
+/// pushed and not yet pushed, the mean cost), so a sampler constructed alike and load()ed from
+/// that archive hands out exactly the batches the saved one would have, from any point, mid-window
+/// too, and through later epochs. load() trusts the archive only as far as it checks it: every
+/// field against the balancer's state, the inner sampler's and this sampler's, and a digest over
+/// them all; it refuses anything else with a bcl::error that names the field and changes nothing.
+/// Under a data loader with worker threads the loader asks for batches ahead of the trainer: save
+/// a sampler the trainer drives itself (or a loader with `workers(0)`) to resume at a step.
 ///
-/// Cost: the inner sampler is asked for indices in bulk (at least the balancer's buffer, 1024 at
-/// least), so its per-call overhead is shared by many indices; each index is then pushed and
-/// popped once (bcl's cost per record) and copied once into the batch the loader receives. With
-/// the epoch's mean (mean_cost 0) the estimator is evaluated twice per index, once for the mean
-/// and once when the index is pushed, and the epoch's first next() does the first of these for
-/// the whole epoch, O(n), before it hands out a batch.
-/// Memory: the balancer's buffer plus the indices drawn and not yet pushed, 8 bytes each: with
-/// the epoch's mean, all the epoch's indices (and, while the first next() computes the mean, 8
-/// bytes more per index for their costs, 16 under a quantile cap); with a fixed mean_cost, one
-/// bulk draw. Not thread-safe, like libtorch's own samplers.
+/// Dataset size: known if given to the constructor, or read from a distributed inner sampler
+/// (libtorch's RandomSampler and SequentialSampler keep theirs private: give it), or passed to
+/// reset(). When known, every index the inner sampler hands out is checked against it before it
+/// reaches the estimator, and so is every index load() reads.
+///
+/// Cost: the inner sampler is asked for indices in bulk (1024 or the balancer's buffer, if more),
+/// then each index is pushed and popped once and copied once into the batch the loader receives.
+/// With the epoch's mean (mean_cost 0) the estimator runs twice per index, once for the mean and
+/// once when the index is pushed; the epoch's first next() does the first for the whole epoch.
+/// Memory: the balancer's buffer plus every index drawn this epoch, 8 bytes each (load() checks
+/// the archive against the indices already pushed): with the epoch's mean all the epoch's indices
+/// (and, while the first next() computes the mean, 8 bytes more per index for their costs, 16
+/// under a quantile cap); with a fixed mean_cost, those pushed so far and one bulk draw. Not
+/// thread-safe, like libtorch's own samplers.
 template <class Estimator, class Inner = ::torch::data::samplers::DistributedRandomSampler>
 requires cost_estimator<Estimator, std::size_t> && std::copy_constructible<Estimator> &&
     index_sampler<Inner>
@@ -115,42 +122,44 @@ public:
 
     /// Wraps `inner`, continuing from its current position (it is not reset here), with the cost
     /// of a dataset index given by `cost` and the balancer settings `opt`. epoch() starts at the
-    /// inner sampler's epoch (0 for one without epochs). Draws nothing yet: the first next() does.
+    /// inner sampler's epoch (0 for one without epochs); the dataset size is the inner sampler's
+    /// if it is a distributed one, else unknown. Draws nothing yet: the first next() does.
     /// Throws bcl::error if `opt` is invalid (bcl::validate) or asks for what the estimator cannot
     /// do (a truncating cap, a memory budget).
     balanced_sampler(Inner inner, Estimator cost, bcl::options opt)
-        : m_inner(std::move(inner)), m_cost(std::move(cost)), m_options(opt),
-          m_balancer(std::in_place, m_cost, m_options),
-          m_pull(std::max(bcl::buffer_capacity(m_options), min_pull)), m_level(m_options.mean_cost),
-          m_draw(m_options.mean_cost > 0.0 ? draw_phase::bulk : draw_phase::pending) {
-        if constexpr (epoch_sampler<Inner>) m_epoch = static_cast<std::size_t>(m_inner.epoch());
-    }
+        : balanced_sampler(std::move(inner), std::move(cost), opt, std::nullopt, 0) {}
+
+    /// As above, over a dataset of `dataset_size` indices: every index the inner sampler hands
+    /// out must be below it (bcl::error naming the index and the size otherwise), and load()
+    /// refuses an archive saved over another dataset size. Also throws bcl::error if a
+    /// distributed inner sampler draws from another size.
+    balanced_sampler(Inner inner, Estimator cost, bcl::options opt, std::size_t dataset_size)
+        : balanced_sampler(std::move(inner), std::move(cost), opt, dataset_size, 0) {}
 
     /// Starts the next epoch: epoch() + 1, or epoch() itself if this epoch has handed out no
     /// batch yet or set_epoch() was called since the last reset(). Gives an epoch_sampler inner
-    /// sampler the epoch, resets it (with `new_size`, the dataset size, if given) and drops
-    /// whatever of the previous epoch was not handed out. With options::mean_cost 0, mean_cost()
-    /// is 0 again until the epoch's first next() draws the epoch. O(buffer) plus the inner reset().
+    /// sampler the epoch, resets it (with `new_size`, the dataset size, if given: it becomes
+    /// dataset_size()) and drops whatever of the previous epoch was not handed out. With
+    /// options::mean_cost 0, mean_cost() is 0 again until the epoch's first next() draws the
+    /// epoch. O(buffer) plus the inner reset().
     void reset(::torch::optional<std::size_t> new_size = ::torch::nullopt) override {
-        if (m_handed_out && !m_epoch_set) ++m_epoch;
-        if constexpr (epoch_sampler<Inner>) m_inner.set_epoch(m_epoch);
+        if (m_epoch.handed_out && !m_epoch.epoch_set) ++m_epoch.epoch;
+        if constexpr (epoch_sampler<Inner>) m_inner.set_epoch(m_epoch.epoch);
         m_inner.reset(new_size);
+        if (new_size) m_dataset_size = *new_size;
         // With the epoch's mean to come, this balancer only stands in (for stats()) until the
         // first next() draws the epoch and starts the one that aims at it.
         m_balancer.emplace(m_cost, m_options);
         m_staged.clear();
         m_staged_next = 0;
-        m_level = m_options.mean_cost;
-        m_draw = m_options.mean_cost > 0.0 ? draw_phase::bulk : draw_phase::pending;
-        m_handed_out = false;
-        m_epoch_set = false;
+        m_epoch = fresh_epoch(m_epoch.epoch);
     }
 
     /// Sets the epoch the next reset() starts (as libtorch's DistributedSampler::set_epoch does);
     /// the epoch under way is not changed. O(1).
     void set_epoch(std::size_t epoch) noexcept {
-        m_epoch = epoch;
-        m_epoch_set = true;
+        m_epoch.epoch = epoch;
+        m_epoch.epoch_set = true;
     }
 
     /// The next batch of dataset indices: exactly options::batch_size of them, but the epoch's
@@ -159,11 +168,12 @@ public:
     /// options::mean_cost 0 the epoch's first next() also draws the whole epoch from the inner
     /// sampler and estimates every index, O(n), to start the balancer at the epoch's mean.
     /// Throws bcl::error if `batch_size` is not the sampler's options::batch_size (a loader
-    /// must ask for exactly the batches the sampler balances), or if an index's estimated cost is
-    /// NaN, negative or above bcl::max_estimate (the message names the dataset index; asking
-    /// again throws again: the index is kept, nothing is lost). What the estimator or the inner
-    /// sampler throws propagates unchanged. Whatever throws, every index drawn from the inner
-    /// sampler is kept, so asking again carries on where the failed call stopped.
+    /// must ask for exactly the batches the sampler balances), if the inner sampler hands out an
+    /// index outside a known dataset size, or if an index's estimated cost is NaN, negative or
+    /// above bcl::max_estimate (the message names the dataset index; asking again throws again:
+    /// the index is kept, nothing is lost). What the estimator or the inner sampler throws
+    /// propagates unchanged. Whatever throws, every index drawn from the inner sampler is kept,
+    /// so asking again carries on where the failed call stopped.
     [[nodiscard]] ::torch::optional<std::vector<std::size_t>>
     next(std::size_t batch_size) override {
         if (batch_size != m_options.batch_size)
@@ -172,105 +182,75 @@ public:
                              " indices, but the sampler's options::batch_size is " +
                              std::to_string(m_options.batch_size) +
                              "; give the data loader the sampler's batch size");
-        if (m_draw == draw_phase::pending) start_epoch();
+        if (m_epoch.draw == draw_phase::pending) start_epoch();
         balancer_type& b = *m_balancer;
         for (;;) {
             if (const std::optional<typename balancer_type::batch_type> batch = b.pop()) {
-                m_handed_out = true;
+                m_epoch.handed_out = true;
                 return std::vector<std::size_t>(batch->begin(), batch->end());
             }
             if (b.finished()) return ::torch::nullopt;
             // An epoch drawn whole is all staged: once that is pushed, the epoch is over.
-            if (m_staged_next == m_staged.size() && (m_draw == draw_phase::whole || !draw())) {
+            if (m_staged_next == m_staged.size() &&
+                (m_epoch.draw == draw_phase::whole || !draw())) {
                 b.finish();
                 continue;
             }
-            push_staged(b);
+            // A balancer that neither hands out a batch nor takes an index would loop forever.
+            if (push_staged(b) == 0)
+                throw bcl::error("bcl::torch::balanced_sampler::next: the balancer holds " +
+                                 std::to_string(b.buffered()) +
+                                 " indices and neither hands out a batch nor takes another");
         }
     }
 
-    /// Writes the sampler's state to `archive` (format 2): the inner sampler's (in a nested
-    /// archive "inner"), the balancer's bytes and the indices it holds, the indices drawn and not
-    /// yet pushed, the epoch, whether the epoch has been drawn and the mean cost its balancer
-    /// aims at. O(indices held). What the inner sampler's save() throws propagates.
+    /// Writes the sampler's state to `archive` (format 3): the inner sampler's (a nested archive
+    /// "inner"), the balancer's bytes and the indices it holds, the epoch's indices pushed so far
+    /// and those drawn and not yet pushed, the epoch and its flags, its draw phase and mean cost,
+    /// the dataset size, the inner sampler's kind, and a digest of these (docs/torch.md).
+    /// O(indices drawn this epoch). What the inner sampler's save() throws propagates.
     void save(::torch::serialize::OutputArchive& archive) const override {
         ::torch::serialize::OutputArchive inner(archive.compilation_unit());
         m_inner.save(inner);
         archive.write("inner", inner);
-        const typename balancer_type::state state = m_balancer->save();
-        archive.write("bcl_format", int64_tensor({format_version}), /*is_buffer=*/true);
-        archive.write("bcl_balancer_state", bytes_tensor(state.to_bytes()), /*is_buffer=*/true);
-        archive.write("bcl_pending", int64_tensor(state.pending), /*is_buffer=*/true);
-        const std::vector<std::size_t> staged(
-            m_staged.begin() + static_cast<std::ptrdiff_t>(m_staged_next), m_staged.end());
-        archive.write("bcl_staged", int64_tensor(staged), /*is_buffer=*/true);
-        archive.write("bcl_epoch",
-                      int64_tensor({m_epoch, m_handed_out ? 1U : 0U, m_epoch_set ? 1U : 0U}),
-                      /*is_buffer=*/true);
-        archive.write("bcl_draw", int64_tensor({static_cast<std::size_t>(m_draw)}),
-                      /*is_buffer=*/true);
-        archive.write("bcl_mean_cost", double_tensor(m_level), /*is_buffer=*/true);
+        detail::write_epoch(archive, identity(), m_epoch, m_balancer->save(), m_staged,
+                            m_staged_next);
     }
 
     /// Restores what save() wrote; the sampler then hands out exactly the batches the saved one
-    /// would have. It must have been constructed alike: the same options (bcl::error naming the
-    /// first that differs, options::mean_cost included), an equal estimator and an inner sampler
-    /// of the same kind and size.
-    /// Reads format 2 and format 1, written before the sampler used the epoch's mean: the epoch
-    /// restored from format 1 runs to its end as it started, its balancer at options::mean_cost
-    /// as given (0: its running mean), and the epochs after it use the epoch's mean.
-    /// Throws bcl::error if the archive was not written by balanced_sampler::save (another
-    /// bcl_format) or is inconsistent; what the archive's reads or the inner sampler's load()
-    /// throw propagates. On an exception this sampler is unchanged, but the inner sampler may
-    /// have read part of its state (it is loaded last). O(indices held).
+    /// would have. It must have been constructed alike: the same options, an equal estimator and
+    /// an inner sampler of the same kind and size. Before it keeps anything it checks every field
+    /// against the others, the balancer's state, the inner sampler (for libtorch's own: that it
+    /// handed out exactly the epoch's indices) and this sampler, and the digest (docs/torch.md
+    /// lists the checks); it throws bcl::error naming the field otherwise, and for formats 1 and
+    /// 2 (earlier bcl versions), which cannot be checked. On any exception (also what the
+    /// archive's reads or the inner sampler's load() throw) this sampler is unchanged: an inner
+    /// sampler that can be copied and assigned is loaded into a copy, kept once every check
+    /// passed; another is loaded last, and then only it may have changed. O(indices drawn this
+    /// epoch), O(dataset) for a DistributedRandomSampler.
     void load(::torch::serialize::InputArchive& archive) override {
-        const std::vector<std::size_t> format = read_indices(archive, "bcl_format");
-        if (format.size() != 1 || format[0] < 1 || format[0] > format_version)
-            throw bcl::error("bcl::torch::balanced_sampler::load: the archive's bcl_format is " +
-                             (format.size() == 1 ? std::to_string(format[0])
-                                                 : std::to_string(format.size()) + " values") +
-                             ", not 1 or " + std::to_string(format_version) +
-                             " (not saved by this balanced_sampler)");
-        const std::vector<std::size_t> epoch = read_indices(archive, "bcl_epoch");
-        if (epoch.size() != 3)
-            throw bcl::error("bcl::torch::balanced_sampler::load: bcl_epoch has " +
-                             std::to_string(epoch.size()) + " entries, not 3");
-        // Format 1 has neither: its epochs were drawn in bulk, at options::mean_cost as given.
-        draw_phase draw = draw_phase::bulk;
-        double level = m_options.mean_cost;
-        if (format[0] >= 2) {
-            draw = read_draw(archive);
-            level = read_double(archive, "bcl_mean_cost");
-            check_level(draw, level);
-        }
-        std::vector<std::size_t> staged = read_indices(archive, "bcl_staged");
-        typename balancer_type::state state = balancer_type::state::from_bytes(
-            read_bytes(archive, "bcl_balancer_state"), read_indices(archive, "bcl_pending"));
-        std::optional<balancer_type> restored(std::in_place, m_cost, leveled(level),
-                                              std::move(state));
-        ::torch::serialize::InputArchive inner;
-        archive.read("inner", inner);
-        m_inner.load(inner);
+        detail::archive_reader in(archive, "bcl::torch::balanced_sampler::load");
+        detail::restored_epoch<balancer_type> r =
+            detail::read_epoch<balancer_type>(in, identity(), m_cost);
+        detail::load_inner(in, archive, m_inner, r, m_dataset_size); // the digest too
         // Committed: nothing below throws.
-        m_balancer.emplace(std::move(*restored));
-        m_staged = std::move(staged);
-        m_staged_next = 0;
-        m_epoch = epoch[0];
-        m_handed_out = epoch[1] != 0;
-        m_epoch_set = epoch[2] != 0;
-        m_level = level;
-        m_draw = draw;
+        m_balancer.emplace(std::move(*r.balancer));
+        m_staged = std::move(r.drawn);
+        m_staged_next = r.pushed;
+        m_epoch = r.fields;
     }
 
-    /// The mean cost of an index that the epoch's balancer aims at: its options::mean_cost. With
-    /// a fixed options::mean_cost, that value. With options::mean_cost 0, the epoch's mean
-    /// (bcl::stream_mean_cost of its indices' costs under options::cap) once the epoch's first
-    /// next() has drawn the epoch, and 0 before; 0 also for the rest of an epoch restored from a
-    /// format-1 archive, whose balancer aims at its running mean. O(1).
-    [[nodiscard]] double mean_cost() const noexcept { return m_level; }
+    /// The mean cost of an index that the epoch's balancer aims at: a fixed options::mean_cost,
+    /// or with options::mean_cost 0 the epoch's mean (bcl::stream_mean_cost of its indices' costs
+    /// under options::cap) once its first next() has drawn the epoch, and 0 before. O(1).
+    [[nodiscard]] double mean_cost() const noexcept { return m_epoch.level; }
 
     /// The epoch under way (or, after set_epoch(e), e: the one the next reset() starts). O(1).
-    [[nodiscard]] std::size_t epoch() const noexcept { return m_epoch; }
+    [[nodiscard]] std::size_t epoch() const noexcept { return m_epoch.epoch; }
+    /// The dataset size every index is checked against, if known (see the class comment). O(1).
+    [[nodiscard]] std::optional<std::size_t> dataset_size() const noexcept {
+        return m_dataset_size;
+    }
     /// The balancer settings as given; options::batch_size is the batch size next() hands out.
     /// options::mean_cost stays as given too (0: the epoch's mean; mean_cost() reads that). O(1).
     [[nodiscard]] const bcl::options& settings() const noexcept { return m_options; }
@@ -283,43 +263,56 @@ private:
     // Indices drawn from the inner sampler at a time, at least: its per-call cost (a vector, a
     // tensor slice) is then shared by a thousand indices or more.
     static constexpr std::size_t min_pull = 1024;
-    // The layout of what save() writes; load() reads it and format 1, and refuses any other.
-    // Format 2 added bcl_draw and bcl_mean_cost.
-    static constexpr std::size_t format_version = 2;
+    using draw_phase = detail::draw_phase;
 
-    // How the epoch under way draws its indices (saved as bcl_draw, so the values are fixed).
-    enum class draw_phase : std::uint8_t {
-        pending = 0, // mean_cost 0, nothing pushed yet: the next next() draws the epoch whole
-        whole = 1,   // mean_cost 0: drawn whole, all staged, its balancer at the epoch's mean
-        bulk = 2,    // a fixed mean_cost, or the rest of an epoch from a format-1 archive:
-                     // drawn in bulk as the balancer needs indices
-    };
+    balanced_sampler(Inner inner, Estimator cost, bcl::options opt,
+                     std::optional<std::size_t> dataset_size, int /*delegated*/)
+        : m_inner(std::move(inner)), m_cost(std::move(cost)), m_options(opt),
+          m_balancer(std::in_place, m_cost, m_options),
+          m_pull(std::max(bcl::buffer_capacity(m_options), min_pull)),
+          m_dataset_size(dataset_size ? dataset_size : detail::dataset_size_of(m_inner)),
+          m_epoch(fresh_epoch(0)) {
+        if constexpr (epoch_sampler<Inner>)
+            m_epoch.epoch = static_cast<std::size_t>(m_inner.epoch());
+        if (const auto own = detail::dataset_size_of(m_inner); own && *own != m_dataset_size)
+            throw bcl::error("bcl::torch::balanced_sampler: the dataset size given is " +
+                             std::to_string(*m_dataset_size) + ", but the inner sampler's is " +
+                             std::to_string(*own));
+    }
 
-    // The options of a balancer that aims at `level`.
-    [[nodiscard]] bcl::options leveled(double level) const {
-        bcl::options opt = m_options;
-        opt.mean_cost = level;
-        return opt;
+    // Epoch `epoch` before its first next(): nothing handed out, nothing drawn.
+    [[nodiscard]] detail::epoch_fields fresh_epoch(std::size_t epoch) const noexcept {
+        const bool fixed = m_options.mean_cost > 0.0;
+        return {epoch, false, false, fixed ? draw_phase::bulk : draw_phase::pending,
+                m_options.mean_cost};
     }
 
     // Draws the rest of the epoch, estimates every index, and starts the epoch's balancer at
-    // their mean. Whatever throws (the inner sampler, the estimator, a bad cost) leaves every
-    // index drawn so far staged and the epoch pending, so the next call carries on from there.
+    // their mean. Whatever throws (the inner sampler, the estimator, a bad cost or index) leaves
+    // every index drawn so far staged and the epoch pending, so the next call carries on there.
     void start_epoch() {
-        for (;;) {
-            ::torch::optional<std::vector<std::size_t>> more = m_inner.next(m_pull);
-            if (!more || more->empty()) break;
-            m_staged.insert(m_staged.end(), more->begin(), more->end());
+        while (draw()) {
         }
+        for (const std::size_t index : m_staged) check_index(index);
         std::vector<double> costs;
         costs.reserve(m_staged.size());
         for (const std::size_t index : m_staged) costs.push_back(checked_cost(index));
-        const double level = bcl::stream_mean_cost(costs, m_options.cap);
-        std::optional<balancer_type> fresh(std::in_place, m_cost, leveled(level));
+        bcl::options opt = m_options;
+        opt.mean_cost = bcl::stream_mean_cost(costs, m_options.cap);
+        std::optional<balancer_type> fresh(std::in_place, m_cost, opt);
         // Committed: nothing below throws.
         m_balancer.emplace(std::move(*fresh));
-        m_level = level;
-        m_draw = draw_phase::whole;
+        m_epoch.level = opt.mean_cost;
+        m_epoch.draw = draw_phase::whole;
+    }
+
+    // Throws bcl::error unless `index` is within the dataset (when its size is known).
+    void check_index(std::size_t index) const {
+        if (!m_dataset_size || index < *m_dataset_size) return;
+        throw bcl::error(
+            "bcl::torch::balanced_sampler: the inner sampler handed out dataset index " +
+            std::to_string(index) + ", but the dataset size is " + std::to_string(*m_dataset_size) +
+            "; it is kept (asking again throws again)");
     }
 
     // The estimated cost of a dataset index, checked as the balancer would check it.
@@ -332,39 +325,24 @@ private:
                          bcl::detail::number_text(bcl::max_estimate) + ")");
     }
 
-    // A format-2 archive's level must be one this sampler's options give: the fixed
-    // options::mean_cost (drawn in bulk), or with mean_cost 0 the epoch's mean once drawn, 0
-    // before, and 0 (the running mean) for an epoch drawn in bulk as a format-1 archive's was.
-    void check_level(draw_phase draw, double level) const {
-        const double saved_mean_cost = draw == draw_phase::bulk ? level : 0.0;
-        if (!(saved_mean_cost == m_options.mean_cost))
-            throw bcl::error(
-                "bcl::torch::balanced_sampler::load: the archive was saved by a sampler whose "
-                "options::mean_cost is " +
-                bcl::detail::number_text(saved_mean_cost) + ", but this one's is " +
-                bcl::detail::number_text(m_options.mean_cost));
-        if (draw == draw_phase::pending && level != 0.0)
-            throw bcl::error("bcl::torch::balanced_sampler::load: the archive's epoch is not "
-                             "drawn yet, but its bcl_mean_cost is " +
-                             bcl::detail::number_text(level) + ", not 0");
-    }
-
-    // Draws the next bulk of indices from the inner sampler; false once it has no more.
+    // Draws the next bulk of indices into m_staged; false once the inner sampler has no more.
     bool draw() {
         ::torch::optional<std::vector<std::size_t>> more = m_inner.next(m_pull);
         if (!more || more->empty()) return false;
-        m_staged = std::move(*more);
-        m_staged_next = 0;
+        m_staged.insert(m_staged.end(), more->begin(), more->end());
         return true;
     }
 
     // Pushes drawn indices until the buffer is full (so the next pop() runs a round) or none are
-    // left. A rejected index stays drawn and unpushed, and the balancer is unchanged.
-    void push_staged(balancer_type& b) {
+    // left, and returns how many. A rejected index stays drawn and unpushed, the balancer as it
+    // was.
+    std::size_t push_staged(balancer_type& b) {
         const std::size_t capacity = bcl::buffer_capacity(m_options);
-        std::size_t room = capacity - std::min(capacity, b.buffered());
-        for (; room != 0 && m_staged_next < m_staged.size(); --room) {
+        const std::size_t first = m_staged_next;
+        for (std::size_t room = capacity - std::min(capacity, b.buffered());
+             room != 0 && m_staged_next < m_staged.size(); --room) {
             const std::size_t index = m_staged[m_staged_next];
+            check_index(index);
             try {
                 b.push(std::size_t{index});
             } catch (const bcl::error& e) {
@@ -373,75 +351,12 @@ private:
             }
             ++m_staged_next;
         }
+        return m_staged_next - first;
     }
 
-    static ::torch::Tensor int64_tensor(const std::vector<std::size_t>& values) {
-        ::torch::Tensor t = ::torch::empty({static_cast<std::int64_t>(values.size())},
-                                           ::torch::TensorOptions().dtype(::torch::kInt64));
-        auto* out = t.data_ptr<std::int64_t>();
-        for (std::size_t i = 0; i < values.size(); ++i)
-            out[i] = static_cast<std::int64_t>(values[i]);
-        return t;
-    }
-
-    static ::torch::Tensor double_tensor(double value) {
-        ::torch::Tensor t = ::torch::empty({1}, ::torch::TensorOptions().dtype(::torch::kFloat64));
-        *t.data_ptr<double>() = value;
-        return t;
-    }
-
-    static ::torch::Tensor bytes_tensor(const std::string& bytes) {
-        ::torch::Tensor t = ::torch::empty({static_cast<std::int64_t>(bytes.size())},
-                                           ::torch::TensorOptions().dtype(::torch::kUInt8));
-        if (!bytes.empty()) std::memcpy(t.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
-        return t;
-    }
-
-    static ::torch::Tensor read_tensor(::torch::serialize::InputArchive& archive, const char* key,
-                                       ::torch::ScalarType dtype) {
-        ::torch::Tensor t;
-        archive.read(key, t, /*is_buffer=*/true);
-        if (t.scalar_type() != dtype || t.dim() != 1)
-            throw bcl::error(std::string("bcl::torch::balanced_sampler::load: the archive's ") +
-                             key + " is not a 1-d tensor of " + ::c10::toString(dtype));
-        return t.contiguous();
-    }
-
-    static std::vector<std::size_t> read_indices(::torch::serialize::InputArchive& archive,
-                                                 const char* key) {
-        const ::torch::Tensor t = read_tensor(archive, key, ::torch::kInt64);
-        const auto* in = t.data_ptr<std::int64_t>();
-        std::vector<std::size_t> values(static_cast<std::size_t>(t.numel()));
-        for (std::size_t i = 0; i < values.size(); ++i) {
-            if (in[i] < 0)
-                throw bcl::error(std::string("bcl::torch::balanced_sampler::load: the archive's ") +
-                                 key + " holds a negative value (" + std::to_string(in[i]) + ")");
-            values[i] = static_cast<std::size_t>(in[i]);
-        }
-        return values;
-    }
-
-    static double read_double(::torch::serialize::InputArchive& archive, const char* key) {
-        const ::torch::Tensor t = read_tensor(archive, key, ::torch::kFloat64);
-        if (t.numel() != 1)
-            throw bcl::error(std::string("bcl::torch::balanced_sampler::load: the archive's ") +
-                             key + " has " + std::to_string(t.numel()) + " entries, not 1");
-        return *t.data_ptr<double>();
-    }
-
-    static draw_phase read_draw(::torch::serialize::InputArchive& archive) {
-        const std::vector<std::size_t> draw = read_indices(archive, "bcl_draw");
-        if (draw.size() != 1 || draw[0] > static_cast<std::size_t>(draw_phase::bulk))
-            throw bcl::error("bcl::torch::balanced_sampler::load: the archive's bcl_draw is not "
-                             "one value of 0, 1 or 2");
-        return static_cast<draw_phase>(draw[0]);
-    }
-
-    static std::string read_bytes(::torch::serialize::InputArchive& archive, const char* key) {
-        const ::torch::Tensor t = read_tensor(archive, key, ::torch::kUInt8);
-        std::string bytes(static_cast<std::size_t>(t.numel()), '\0');
-        if (!bytes.empty()) std::memcpy(bytes.data(), t.data_ptr<std::uint8_t>(), bytes.size());
-        return bytes;
+    // What an archive must match to load into this sampler.
+    [[nodiscard]] detail::sampler_identity identity() const {
+        return {detail::inner_kind<Inner>(), m_dataset_size, m_options};
     }
 
     Inner m_inner;
@@ -449,13 +364,10 @@ private:
     bcl::options m_options;
     std::optional<balancer_type> m_balancer; // always engaged; optional to rebuild it per epoch
     std::size_t m_pull;
-    std::vector<std::size_t> m_staged; // drawn from the inner sampler: the last bulk, or the epoch
-    std::size_t m_staged_next = 0;     // its first index not yet pushed
-    double m_level;                    // the epoch's balancer's options::mean_cost
-    draw_phase m_draw;
-    std::size_t m_epoch = 0;
-    bool m_handed_out = false; // a batch of this epoch has been handed out
-    bool m_epoch_set = false;  // set_epoch() since the last reset()
+    std::optional<std::size_t> m_dataset_size;
+    std::vector<std::size_t> m_staged; // drawn from the inner sampler this epoch
+    std::size_t m_staged_next = 0;     // its first index not yet pushed (those before are)
+    detail::epoch_fields m_epoch;      // the epoch, its flags, draw phase and level
 };
 
 } // namespace bcl::torch

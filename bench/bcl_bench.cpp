@@ -8,6 +8,11 @@
 //                                       time (observe, and the refit at each round boundary)
 //   baseline/passthrough/K:<K>/B:<B>    the same loop with a partitioner that keeps arrival order
 //   baseline/sort/K:<K>/B:<B>           std::sort of the same windows' costs
+//   global_plan/R:<R>/K:8/B:16          one bcl::global_planner plan of a window of R*K*B
+//                                       lognormal token costs (R = 8, 64, 1024, 8192), read
+//                                       against baseline/sort/R:<R>/K:8/B:16, std::sort of the
+//                                       same costs; gap_to_lb and plan_efficiency from the plan's
+//                                       summary
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
 //                                       and real workloads (bench/workloads), for the table in
 //                                       docs/partitioners.md
@@ -31,6 +36,7 @@
 #include <bcl/bcl.hpp>
 #include <bcl/calibrated_cost.hpp>
 #include <bcl/detail/memory_repair.hpp>
+#include <bcl/global_plan.hpp>
 #include <bcl/partition/exact.hpp>
 #include <bcl/partition/karmarkar_karp.hpp>
 #include <bcl/partition/lower_bound.hpp>
@@ -175,11 +181,17 @@ std::vector<std::uint32_t> read_lengths(const char* file) {
 ///   uniform:   1..4096;
 ///   file:      drawn with replacement from the file's lengths (at least 1).
 /// The benchmarks are registered shape by shape and source by source, so one pool is kept at a
-/// time. Returns nullptr if a workload file cannot be read.
-const window_pool* pool_for(const length_source& src, std::size_t window) {
+/// time. A pool holds 2^19 records (at least `min_windows` windows, at most 4096). Returns
+/// nullptr if a workload file cannot be read.
+const window_pool* pool_for(const length_source& src, std::size_t window,
+                            std::size_t min_windows = 16) {
     static std::unique_ptr<window_pool> current;
     static const char* current_name = nullptr;
-    if (current && current->window == window && current_name == src.name) return current.get();
+    const std::size_t windows =
+        std::clamp<std::size_t>((std::size_t{1} << 19) / window, min_windows, 4096);
+    if (current && current->window == window && current_name == src.name &&
+        current->windows >= windows)
+        return current.get();
     current.reset();
     std::vector<std::uint32_t> file_lengths;
     if (src.kind == source::file) {
@@ -190,9 +202,11 @@ const window_pool* pool_for(const length_source& src, std::size_t window) {
     current_name = src.name;
     window_pool& pool = *current;
     pool.window = window;
-    // 2^19 records (at least 16 windows, at most 4096): the mean gap is dominated by rare bad
-    // windows, so it needs hundreds of windows to be stable from run to run.
-    pool.windows = std::clamp<std::size_t>((std::size_t{1} << 19) / window, 16, 4096);
+    // 2^19 records (at least 16 windows, at most 4096, unless asked otherwise): the mean gap is
+    // dominated by rare bad windows, so it needs hundreds of windows to be stable from run to
+    // run. The global plan's windows of up to 2^20 records take four each: they are timed, and
+    // their quality is measured by bcl-sim.
+    pool.windows = windows;
     const std::size_t total = pool.windows * window;
     pool.costs.resize(total);
     pool.records.resize(total);
@@ -364,11 +378,11 @@ void balancer_benchmark(benchmark::State& state, bcl::emission_order emission,
     set_counters(state, window, gap_sum() - gap_before, runs, allocations);
 }
 
-void sort_benchmark(benchmark::State& state) {
-    const auto k = static_cast<std::size_t>(state.range(0));
-    const auto b = static_cast<std::size_t>(state.range(1));
-    const window_pool& pool = *pool_for(lognormal_tokens, k * b);
-    std::vector<double> buffer(k * b);
+/// std::sort of windows of the pool's costs: `window` of them, from a pool of at least
+/// `min_windows` windows (what the rows it is read against use).
+void sort_windows(benchmark::State& state, std::size_t window, std::size_t min_windows) {
+    const window_pool& pool = *pool_for(lognormal_tokens, window, min_windows);
+    std::vector<double> buffer(window);
     std::size_t w = 0;
     std::size_t runs = 0;
     const std::size_t allocations_before = allocations_now();
@@ -381,7 +395,55 @@ void sort_benchmark(benchmark::State& state) {
         if (++w == pool.windows) w = 0;
     }
     const std::size_t allocations = allocations_since(allocations_before);
-    set_counters(state, k * b, 0.0, runs, allocations);
+    set_counters(state, window, 0.0, runs, allocations);
+}
+
+void sort_benchmark(benchmark::State& state) {
+    sort_windows(state, static_cast<std::size_t>(state.range(0) * state.range(1)), 16);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The global plan
+// ---------------------------------------------------------------------------------------------
+
+/// Windows per pool of the global_plan rows (and of the sort rows read against them).
+constexpr std::size_t plan_pool_windows = 4;
+
+/// global_plan/R:<R>/K:<K>/B:<B>: one bcl::global_planner::plan() per iteration on a window of
+/// R*K*B lognormal token costs, packed, levelling on (the defaults). Counters as above, plus
+/// gap_to_lb = the plan's summary gap (objective / its lower bound - 1) and plan_efficiency =
+/// the summary's total / (R * objective), both means over the windows run.
+void global_plan_benchmark(benchmark::State& state) {
+    const bcl::plan_shape shape{.ranks = static_cast<std::size_t>(state.range(0)),
+                                .steps = static_cast<std::size_t>(state.range(1)),
+                                .batch = static_cast<std::size_t>(state.range(2))};
+    const std::size_t n = shape.ranks * shape.steps * shape.batch;
+    const window_pool& pool = *pool_for(lognormal_tokens, n, plan_pool_windows);
+    bcl::global_planner planner;
+    std::vector<bcl::plan_slot> out(n);
+    benchmark::DoNotOptimize(planner.plan(pool.costs_of(0), shape, out)); // warm-up
+    double gap_sum = 0.0;
+    double efficiency_sum = 0.0;
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        const bcl::plan_summary summary = planner.plan(pool.costs_of(w), shape, out);
+        benchmark::DoNotOptimize(out.data());
+        gap_sum += summary.gap();
+        efficiency_sum += summary.efficiency();
+        ++runs;
+        if (++w == pool.windows) w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, n, gap_sum, runs, allocations);
+    state.counters["plan_efficiency"] = efficiency_sum / static_cast<double>(runs > 0 ? runs : 1);
+}
+
+/// baseline/sort/R:<R>/K:<K>/B:<B>: std::sort of the same R*K*B costs as global_plan's row.
+void plan_sort_benchmark(benchmark::State& state) {
+    sort_windows(state, static_cast<std::size_t>(state.range(0) * state.range(1) * state.range(2)),
+                 plan_pool_windows);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -539,6 +601,19 @@ void register_memory_repair(std::int64_t k) {
     });
 }
 
+/// The global plan's rows at R = 8 .. 8192, K = 8, B = 16, each after the sort of its costs.
+void register_global_plan() {
+    for (const std::int64_t r : {8, 64, 1024, 8192}) {
+        const std::vector<std::int64_t> args{r, 8, 16};
+        benchmark::RegisterBenchmark("baseline/sort", plan_sort_benchmark)
+            ->ArgNames({"R", "K", "B"})
+            ->Args(args);
+        benchmark::RegisterBenchmark("global_plan", global_plan_benchmark)
+            ->ArgNames({"R", "K", "B"})
+            ->Args(args);
+    }
+}
+
 void register_all() {
     // Shape by shape (and source by source), so one window pool serves a run of benchmarks.
     for (const std::int64_t k : lookaheads)
@@ -549,6 +624,7 @@ void register_all() {
         for (const length_source& src : table_sources)
             register_distribution(src, shape[0], shape[1]);
     for (const std::int64_t k : {64, 256, 1024}) register_memory_repair(k);
+    register_global_plan();
 }
 
 } // namespace

@@ -46,7 +46,8 @@ if [[ "$format" == table ]]; then
 Rows, one per policy: none, plain fixed-count batches, the reference the others are compared
 with; length_grouped, mffd and verl_kk, what other trainers do (Hugging Face group_by_length,
 NeMo-RL sequence packing, verl's balance_batch; the last two see every rank's records each step);
-oracle, K steps coordinated across ranks, a reference; tumbling and sliding, bcl, rank-local.
+global, bcl's global plan: K steps of all ranks' records planned together, the same plan computed
+by every rank from a shared cost table (no communication); tumbling and sliding, bcl, rank-local.
 Columns:
   efficiency  mean rank step cost / mean step time (a step lasts as long as its slowest rank);
               1 means no rank ever waits. Higher is better.

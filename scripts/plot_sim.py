@@ -12,7 +12,7 @@ time, the mean over all steps and ranks of a rank's cost (the same for every pol
 records), so 1.0 means no rank waited; bcl-sim's efficiency is 1 / the mean of these ratios.
 
 Three panels: (a) the distribution of step times of every policy (violins, mean marked);
-(b) the same for bcl's policies and the oracle alone, on their own scale, since the worst
+(b) the same for bcl's policies alone, on their own scale, since the worst
 baselines would flatten them to slivers in (a); (c) step time over the run (a rolling mean) for
 those and `none`. A trace without both bcl's and other policies has no (b), and (c) shows them
 all. Each policy keeps its colour in every panel. `--summary` takes bcl-sim's JSON
@@ -33,16 +33,16 @@ from collections import OrderedDict
 
 PROG = "plot_sim.py"
 
-# bcl's rank-local policies, and the coordinated oracle that bounds them: panel (b) and (c).
+# bcl's rank-local policies, and its coordinated global plan that bounds them: panel (b) and (c).
 BCL_POLICIES = ("tumbling", "sliding")
-ZOOM_POLICIES = ("oracle",) + BCL_POLICIES
+ZOOM_POLICIES = ("global",) + BCL_POLICIES
 
 # One colour per policy, the same in every panel; others take the rest of the cycle.
 COLOURS = {
     "none": "#7f7f7f",
     "length_grouped": "#ff7f0e",
     "mffd": "#8c564b",
-    "oracle": "#2ca02c",
+    "global": "#2ca02c",
     "tumbling": "#1f77b4",
     "sliding": "#d62728",
 }
@@ -225,7 +225,7 @@ def main():
              "ideal step time (the mean rank's cost per step, the same for every policy);\n"
              "1 (dotted) means no rank waits, lower is better. eff = 1 / mean ratio: bcl-sim's "
              "efficiency. none = plain fixed-count batches; tumbling and sliding = bcl, rank-local; "
-             "oracle = coordinated across ranks.",
+             "global = bcl, coordinated across ranks.",
              ha="center", va="bottom", fontsize=8.5, color="#333333")
     fig.tight_layout(rect=(0, 0.05, 1, 0.925))
     output = args.output or (args.trace.rsplit(".", 1)[0] + ".png")

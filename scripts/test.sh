@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: the style checks, a Release build with every test, an ASan + UBSan build
 # with every test, the unit tests again with a second compiler (clang-16, libstdc++ and libc++),
-# the libtorch adapter (its own tree, build-torch/), the Python package (a virtual environment
+# the global plan's digest under several compilers and floating-point settings, the libtorch adapter (its own tree, build-torch/), the Python package (a virtual environment
 # over Debian's torch), and the fuzz targets for three minutes in all under ASan + UBSan.
 # Installs what is missing (Debian).
 set -euo pipefail
@@ -43,6 +43,9 @@ ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^installed_packag
 
 echo "== second compiler"
 bash scripts/test_clang.sh
+
+echo "== the global plan is the same under every compiler and floating-point setting"
+bash scripts/test_plan_digest.sh
 
 echo "== libtorch adapter"
 bash scripts/test_torch.sh

@@ -10,6 +10,7 @@
 
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
+#include <bcl/global_plan.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -333,4 +334,41 @@ TEST_CASE("After the first round, a balancer under a memory budget allocates not
             CHECK(count_over(warm) + count_over(steady) == 0);
             CHECK(bal.stats().peak_batch_memory <= budget);
         }
+}
+
+TEST_CASE("bcl::global_planner allocates nothing once it has planned its largest window, nor "
+          "after reserve()",
+          "[allocation][global_plan]") {
+    const bcl::plan_shape shape{.ranks = 16, .steps = k, .batch = b};
+    const std::size_t n = shape.ranks * shape.steps * shape.batch;
+    // Heavy tails (levelled steps), ties, a short window, padded: every path of the plan.
+    const cost_list heavy = pareto_costs(n, 1);
+    const cost_list ties = three_values_costs(n, 2);
+    const cost_list light = lognormal_costs(n, 3);
+    std::vector<bcl::plan_slot> out(n);
+    bcl::plan_options padded;
+    padded.batching = bcl::batch_cost::padded;
+    for (const bool reserved : {false, true}) {
+        INFO((reserved ? "after reserve()" : "after one window of each kind"));
+        bcl::global_planner planner;
+        if (reserved) {
+            planner.reserve(shape);
+        } else {
+            (void)planner.plan(heavy, shape, out);
+            (void)planner.plan(light, shape, padded, out);
+        }
+        std::size_t seen = 0;
+        {
+            counting_scope scope;
+            for (int round = 0; round < 3; ++round) {
+                (void)planner.plan(heavy, shape, out);
+                (void)planner.plan(ties, shape, out);
+                (void)planner.plan(light, shape, padded, out);
+                const std::span<const double> part(light.data(), n / 2);
+                (void)planner.plan(part, shape, std::span<bcl::plan_slot>(out.data(), n / 2));
+            }
+            seen = scope.allocations();
+        }
+        CHECK(seen == 0);
+    }
 }

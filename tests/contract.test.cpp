@@ -7,6 +7,7 @@
 
 #include "support/contract_checks.hpp"
 #include "support/distributions.hpp"
+#include "support/error_message.hpp"
 
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
@@ -65,20 +66,6 @@ std::string check_ids_are_0_to(std::vector<std::uint64_t> ids, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
         if (ids[i] != i) return fmt::format("record {} never came out", i);
     return {};
-}
-
-/// The message of the bcl::error `f` throws; a marker string if it throws something else or
-/// nothing, so a CHECK_THAT on the result fails readably.
-template <class F>
-std::string bcl_error_message(F&& f) {
-    try {
-        f();
-    } catch (const bcl::error& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        return std::string("<not a bcl::error: ") + e.what() + ">";
-    }
-    return "<no exception>";
 }
 
 /// True if `text` names record `position`: "record" followed by that whole number, as in

@@ -1,13 +1,8 @@
 #pragma once
-// The baseline policies none, length_grouped and oracle (mffd is in mffd.hpp, verl_kk in
-// verl_kk.hpp).
+// The baseline policies none and length_grouped (mffd is in mffd.hpp, verl_kk in verl_kk.hpp,
+// the coordinated global plan in global_runner.hpp).
 
 #include "policy_runner.hpp"
-#include "random.hpp"
-
-#include <bcl/partition/lpt_swap.hpp>
-#include <bcl/partition/partitioner.hpp>
-#include <bcl/statistics.hpp>
 
 #include <fmt/format.h>
 
@@ -15,14 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <utility>
 #include <vector>
 
 namespace bcl_sim {
 
 // ---------------------------------------------------------------------------------------------
-// The baselines: the batching policies in use today, and a coordinated oracle.
+// The baselines: the batching policies in use today.
 // ---------------------------------------------------------------------------------------------
 
 /// `none`: consecutive fixed-count batches of each rank's stream (DistributedSampler + DataLoader).
@@ -135,92 +129,6 @@ private:
     std::vector<sample> m_items; // grouped order, starting at grouped position m_base
     std::uint64_t m_base = 0;
     std::uint64_t m_next = 0; // next global position to group
-    std::uint64_t m_max_delay = 0;
-    std::uint64_t m_capped = 0;
-};
-
-/// `oracle`: K steps coordinated, a reference with cross-rank communication that no trainer runs
-/// as such (verl's balance_batch, modelled by verl_kk, coordinates one step at a time). For each
-/// window of K steps, all R ranks' K*B-record windows are partitioned together by bcl's
-/// lpt_swap_partitioner into R*K packs of B. The packs are sorted by cost, heaviest first, and cut
-/// into K groups of R consecutive packs: grouping packs of similar cost into the same step
-/// minimizes the sum over steps of the heaviest pack. The groups go to the window's K steps in a
-/// seeded random order (so no step is systematically the heaviest), and within a group rank r
-/// takes the r-th pack.
-class oracle_runner final : public policy_runner {
-public:
-    explicit oracle_runner(const sim_context& ctx) : m_ctx(ctx) {}
-
-    void run(std::size_t first, std::size_t count, step_block out) override {
-        const std::size_t R = m_ctx.ranks;
-        const std::size_t B = m_ctx.batch;
-        const std::size_t K = m_ctx.lookahead;
-        const std::size_t window = K * B;
-        const std::size_t n = R * window;
-        const std::size_t packs = R * K;
-        m_items.resize(n);
-        m_costs.resize(n);
-        m_pack_of.resize(n);
-        for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t i = 0; i < window; ++i) {
-                m_items[r * window + i] = fetch(m_ctx, r, std::uint64_t{first} * B + i);
-                m_costs[r * window + i] = m_items[r * window + i].cost;
-            }
-        const bcl::partition_summary summary =
-            m_partitioner(std::span<const double>(m_costs), bcl::pack_shape{packs, B},
-                          std::span<std::uint32_t>(m_pack_of));
-        m_gap.add(summary.lower_bound > 0.0
-                      ? std::max(0.0, summary.heaviest / summary.lower_bound - 1.0)
-                      : 0.0);
-
-        m_pack_cost.assign(packs, 0.0);
-        for (std::size_t i = 0; i < n; ++i) m_pack_cost[m_pack_of[i]] += m_costs[i];
-        m_order.resize(packs);
-        for (std::size_t p = 0; p < packs; ++p) m_order[p] = static_cast<std::uint32_t>(p);
-        std::sort(m_order.begin(), m_order.end(), [this](std::uint32_t a, std::uint32_t b) {
-            return m_pack_cost[a] > m_pack_cost[b] || (m_pack_cost[a] == m_pack_cost[b] && a < b);
-        });
-        std::vector<std::uint32_t> group_of_step(K);
-        for (std::size_t t = 0; t < K; ++t) group_of_step[t] = static_cast<std::uint32_t>(t);
-        splitmix rng(stream_key(m_ctx.seed, domain::oracle, first / K));
-        shuffle(std::span<std::uint32_t>(group_of_step), rng);
-        // (step offset, rank) of every pack.
-        m_slot_of_pack.resize(packs);
-        for (std::size_t t = 0; t < K; ++t)
-            for (std::size_t r = 0; r < R; ++r)
-                m_slot_of_pack[m_order[group_of_step[t] * R + r]] = {t, r};
-
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto [t, r] = m_slot_of_pack[m_pack_of[i]];
-            if (t >= count) continue; // past the end of the run
-            out.charge(t, r, R, m_items[i]);
-            m_capped += m_items[i].capped ? 1 : 0;
-            const std::size_t s = first + t;
-            observe(m_ctx, s, r, m_items[i].id);
-            const std::uint64_t arrival =
-                arrival_step(m_ctx, std::uint64_t{first} * B + i % window);
-            if (s > arrival) m_max_delay = std::max<std::uint64_t>(m_max_delay, s - arrival);
-        }
-    }
-
-    [[nodiscard]] policy_extras extras() const override {
-        policy_extras e;
-        e.mean_gap_to_lb = m_gap.mean();
-        e.max_delay_batches = m_max_delay;
-        e.capped = m_capped;
-        return e;
-    }
-
-private:
-    sim_context m_ctx;
-    bcl::lpt_swap_partitioner m_partitioner;
-    std::vector<sample> m_items;
-    std::vector<double> m_costs;
-    std::vector<std::uint32_t> m_pack_of;
-    std::vector<double> m_pack_cost;
-    std::vector<std::uint32_t> m_order;
-    std::vector<std::pair<std::size_t, std::size_t>> m_slot_of_pack;
-    bcl::running_stats m_gap;
     std::uint64_t m_max_delay = 0;
     std::uint64_t m_capped = 0;
 };

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <utility>
 #include <variant>
@@ -87,10 +86,6 @@ int main(int argc, char** argv) {
     app.add_option("--bin-tokens", cfg.bin_tokens,
                    "mffd bin capacity in tokens (default 0: B times the p99 length)")
         ->capture_default_str();
-    bcl_cli::add_count(
-        app, "--oracle-max-ranks", cfg.oracle_max_ranks,
-        "skip the oracle above this many ranks (it partitions R*K*B records at once)",
-        std::numeric_limits<std::size_t>::max());
     app.add_option("--cap", opt.cap_text,
                    "outlier cap for every policy: none | p<percent> (p99, p99.5: the streaming "
                    "quantile of each rank's costs) | a length in tokens (e.g. 32768)")

@@ -28,7 +28,6 @@ enum class domain : std::uint64_t {
     file = 2,      ///< per-epoch shuffles of a workload file
     pilot = 3,     ///< the sample that estimates a synthetic distribution's p99
     bcl = 4,       ///< per-rank seeds of bcl balancers
-    oracle = 5,    ///< per-window step order of the oracle
     timing = 6,    ///< per-rank noise of the batch times calibrating balancers observe
 };
 

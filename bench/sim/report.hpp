@@ -152,7 +152,6 @@ inline nlohmann::ordered_json config_json(const cli_options& opt, const sim_resu
             {"format", opt.format},
             {"bin_tokens", res.bin_tokens},
             {"bin_tokens_flag", cfg.bin_tokens},
-            {"oracle_max_ranks", cfg.oracle_max_ranks},
             {"cap", cap_json(opt, res)},
             {"memory_budget", cfg.memory_budget},
             {"batching", std::string(bcl_sim::describe(cfg.batching))},

@@ -6,6 +6,7 @@
 #include "bcl_runner.hpp"
 #include "calibration.hpp"
 #include "cost_and_cap.hpp"
+#include "global_runner.hpp"
 #include "input.hpp"
 #include "metrics.hpp"
 #include "mffd.hpp"
@@ -52,9 +53,7 @@ struct sim_config {
     std::uint64_t seed = 1;
     std::vector<std::string> policies; ///< empty: every policy in the table
     double bin_tokens = 0.0;           ///< mffd bin capacity; 0: B times the p99 length
-    /// The oracle partitions R*K*B records at once; above this many ranks it is skipped.
-    std::size_t oracle_max_ranks = 128;
-    cap_spec cap;                                       ///< --cap (default none)
+    cap_spec cap;                      ///< --cap (default none)
     bcl::cap_action cap_action = bcl::cap_action::clip; ///< --cap-action
     double memory_budget = 0.0; ///< --memory-budget, tokens per rank-batch; 0 for none
     cap_prior_spec cap_prior;   ///< --cap-prior (default none): a quantile cap's warm-up cap
@@ -112,15 +111,37 @@ struct policy_entry {
     return {};
 }
 
-/// A baseline's runner. Under a truncating cap it reads the capped stream (stream_cap), so it runs
-/// on the same truncated records as the bcl policies; a clipping cap leaves its records alone.
-template <class Runner>
-[[nodiscard]] std::unique_ptr<policy_runner> make_baseline(const sim_context& ctx) {
+/// The context of a policy that reads records as fetch() gives them: under a truncating cap, the
+/// capped stream (stream_cap), so it runs on the same truncated records as the bcl policies; a
+/// clipping cap leaves its records alone.
+[[nodiscard]] inline sim_context with_truncation(const sim_context& ctx) {
     sim_context c = ctx;
     if (ctx.cap.kind != bcl::cap_kind::none && ctx.cap.action == bcl::cap_action::truncate)
         c.truncation =
             std::make_shared<stream_cap>(ctx.source, ctx.cost, ctx.cap, ctx.ranks, ctx.cap_prior);
-    return std::make_unique<Runner>(c);
+    return c;
+}
+
+/// A baseline's runner, on with_truncation's records.
+template <class Runner>
+[[nodiscard]] std::unique_ptr<policy_runner> make_baseline(const sim_context& ctx) {
+    return std::make_unique<Runner>(with_truncation(ctx));
+}
+
+/// The global plan's runner, on with_truncation's records (a fixed clipping cap goes to the
+/// plan itself: global_plan_cap).
+template <bool LevelSteps>
+[[nodiscard]] std::unique_ptr<policy_runner> make_global_runner(const sim_context& ctx) {
+    return std::make_unique<global_runner>(with_truncation(ctx), LevelSteps);
+}
+
+/// A plan takes at most bcl::max_plan_records records per window.
+[[nodiscard]] inline std::optional<std::string> skip_global(const sim_config& cfg) {
+    const std::uint64_t window = std::uint64_t{cfg.ranks} * cfg.lookahead * cfg.batch;
+    if (window <= bcl::max_plan_records) return {};
+    return fmt::format("global skipped: R*K*B = {} records per window is more than a plan takes "
+                       "(bcl::max_plan_records = {})",
+                       window, bcl::max_plan_records);
 }
 
 [[nodiscard]] inline const std::vector<policy_entry>& policy_table() {
@@ -135,23 +156,14 @@ template <class Runner>
          "verl balance_batch: each step's R*B records split by Karmarkar-Karp into R groups of B "
          "(needs cross-rank communication)",
          make_baseline<verl_kk_runner>, never_skip, true},
-        {"oracle",
-         "K steps coordinated: all ranks' K-step windows partitioned together (needs cross-rank "
-         "communication)",
-         make_baseline<oracle_runner>,
-         [](const sim_config& cfg) -> std::optional<std::string> {
-             const std::uint64_t window = std::uint64_t{cfg.ranks} * cfg.lookahead * cfg.batch;
-             if (window > bcl::max_window_records)
-                 return fmt::format("oracle skipped: R*K*B = {} records per window is more than "
-                                    "one partition call takes ({})",
-                                    window, bcl::max_window_records);
-             if (cfg.ranks <= cfg.oracle_max_ranks) return {};
-             return fmt::format("oracle skipped: R = {} > --oracle-max-ranks = {} (it partitions "
-                                "R*K*B = {} records per window at once); raise the limit to run it",
-                                cfg.ranks, cfg.oracle_max_ranks,
-                                cfg.ranks * cfg.lookahead * cfg.batch);
-         },
-         true},
+        {"global",
+         "bcl global plan: every rank computes the same plan of all ranks' K-step windows from "
+         "the shared cost table (bcl::global_planner; coordinated, no communication)",
+         make_global_runner<true>, skip_global, true},
+        {"global_flat",
+         "the global plan with bcl::plan_options::level_steps off: every pack dealt toward the "
+         "same mean (runs only when named)",
+         make_global_runner<false>, skip_global, false},
         {"tumbling", "bcl tumbling windows, rank-local (bcl::balancer per rank)",
          make_bcl_runner<bcl::lookahead_policy::tumbling>, never_skip, true},
         {"sliding", "bcl sliding buffer toward the long-run mean, rank-local",
@@ -427,7 +439,7 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
             out.p99_length = nearest_rank(*lengths, 0.99);
             out.mean_length = mean_of(*lengths);
             const std::size_t per_rank = (lengths->size() + cfg.ranks - 1) / cfg.ranks;
-            // Enough cache slots for every epoch one oracle window touches, with room to spare.
+            // Enough cache slots for every epoch one K-step window touches, with room to spare.
             const std::size_t slots = 2 * (cfg.lookahead * cfg.batch / per_rank) + 4;
             make_source = [lengths, ranks = cfg.ranks, seed = cfg.seed, slots] {
                 return std::make_unique<file_source>(lengths, ranks, seed, slots);

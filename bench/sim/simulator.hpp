@@ -17,16 +17,18 @@
 //   cost_and_cap.hpp    the cost model, the outlier cap and its prior, truncation, stream_cap
 //   metrics.hpp         efficiency, goodput, cv, p99 step ratio, speedup
 //   policy_runner.hpp   what every policy shares: sim_context, fetch(), policy_runner
-//   baselines.hpp       none, length_grouped, oracle
+//   baselines.hpp       none, length_grouped
 //   mffd.hpp            mffd (NeMo-RL sequence packing)
 //   verl_kk.hpp         verl_kk (verl's balance_batch: Karmarkar-Karp per step)
 //   bcl_runner.hpp      tumbling and sliding: a bcl::balancer per rank
+//   global_runner.hpp   global: one bcl::global_planner plan of all ranks' K-step windows
 //   simulate.hpp        the policy table, sim_config, sim_result, simulate()
 
 #include "baselines.hpp"
 #include "batching.hpp"
 #include "bcl_runner.hpp"
 #include "cost_and_cap.hpp"
+#include "global_runner.hpp"
 #include "input.hpp"
 #include "metrics.hpp"
 #include "mffd.hpp"

@@ -6,6 +6,7 @@
 
 #include "cost_table.hpp"
 #include "epoch.hpp"
+#include "global_epoch.hpp"
 #include "index_input.hpp"
 
 #include <bcl/bcl.hpp>
@@ -187,6 +188,54 @@ PYBIND11_MODULE(_core, m) {
         "The indices `source` yields as an int64 array; bcl.Error for any that is not an "
         "integer in [0, 2^63), naming `what`, the position and the value.");
 
+    py::class_<global_epoch>(m, "global_epoch")
+        .def(py::init([](std::shared_ptr<const cost_table> table, const index_array& order,
+                         std::size_t ranks, std::size_t steps, std::size_t batch, std::size_t rank,
+                         bcl::batch_cost batching, double cap, bool level_steps, bool drop_last) {
+                 bcl::plan_options opt;
+                 opt.batching = batching;
+                 opt.cap = cap;
+                 opt.level_steps = level_steps;
+                 return global_epoch(
+                     std::move(table), order,
+                     bcl::plan_shape{.ranks = ranks, .steps = steps, .batch = batch}, rank, opt,
+                     drop_last);
+             }),
+             py::arg("table"), py::arg("order"), py::arg("ranks"), py::arg("steps"),
+             py::arg("batch"), py::arg("rank"), py::arg("batching"), py::arg("cap"),
+             py::arg("level_steps"), py::arg("drop_last"))
+        .def_property_readonly("batches", &global_epoch::batches)
+        .def_property_readonly("digest", &global_epoch::digest)
+        .def("batch", &global_epoch::batch, py::arg("i"))
+        .def("stats", &global_epoch::stats);
+    m.def(
+        "plan_window",
+        [](const value_array& costs, std::size_t ranks, std::size_t steps, std::size_t batch,
+           bcl::batch_cost batching, double cap, bool level_steps) {
+            bcl::plan_options opt;
+            opt.batching = batching;
+            opt.cap = cap;
+            opt.level_steps = level_steps;
+            const std::span<const double> in(costs.data(), static_cast<std::size_t>(costs.size()));
+            std::vector<bcl::plan_slot> slots(in.size());
+            {
+                py::gil_scoped_release unlocked;
+                bcl::global_planner planner;
+                (void)planner.plan(in, {.ranks = ranks, .steps = steps, .batch = batch}, opt,
+                                   slots);
+            }
+            py::array_t<std::uint32_t> out(
+                {static_cast<py::ssize_t>(slots.size()), static_cast<py::ssize_t>(2)});
+            auto w = out.mutable_unchecked<2>();
+            for (std::size_t i = 0; i < slots.size(); ++i) {
+                w(static_cast<py::ssize_t>(i), 0) = slots[i].step;
+                w(static_cast<py::ssize_t>(i), 1) = slots[i].rank;
+            }
+            return out;
+        },
+        py::arg("costs"), py::arg("ranks"), py::arg("steps"), py::arg("batch"), py::arg("batching"),
+        py::arg("cap"), py::arg("level_steps"),
+        "bcl::plan_window: (step, rank) of each cost, as an n x 2 uint32 array.");
     define_epoch<index_cost>(
         m, "epoch", [](const std::shared_ptr<const cost_table>& t) { return index_cost{t}; });
     define_epoch<index_cost_memory>(

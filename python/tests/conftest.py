@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bcl import _sampler, _state
+from bcl import _distributed, _sampler, _state
 
 settings.register_profile(
     "bcl",
@@ -32,5 +32,7 @@ def resealed(state, **changes):
     """`state` with `changes` applied and its checksum recomputed: a state edited with care, so
     that a test reaches the checks behind the checksum (which catches careless edits)."""
     state = dict(state, **changes)
-    state["checksum"] = _state.checksum(state, _sampler._CHECKED_FIELDS)
+    distributed = str(state.get("format", "")).startswith("bcl.DistributedBalancedBatchSampler")
+    fields = _distributed._CHECKED_FIELDS if distributed else _sampler._CHECKED_FIELDS
+    state["checksum"] = _state.checksum(state, fields)
     return state

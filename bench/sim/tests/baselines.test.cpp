@@ -44,9 +44,10 @@ TEST_CASE("sim: tumbling balances each rank's window through bcl", "[sim][policy
     CHECK(run.extras.max_delay_batches <= 1);
 }
 
-TEST_CASE("sim: oracle partitions all ranks' windows together", "[sim][policy]") {
+TEST_CASE("sim: global plans all ranks' windows together", "[sim][policy]") {
     // All eight records (total 44) into R*K = 4 packs of 2: {10,1} {10,1} {6,5} {6,5}, 11 each.
-    const auto run = run_by_hand("oracle", {{10, 10, 1, 1}, {5, 5, 6, 6}}, 2, 2, 2);
+    // The plan's lower bound is total / R = 22 per window, its objective 11 + 11: gap 0.
+    const auto run = run_by_hand("global", {{10, 10, 1, 1}, {5, 5, 6, 6}}, 2, 2, 2);
     CHECK(run.costs == std::vector<double>{11, 11, 11, 11});
     REQUIRE(run.extras.mean_gap_to_lb);
     CHECK(*run.extras.mean_gap_to_lb == Approx(0.0).margin(1e-12));
@@ -54,7 +55,7 @@ TEST_CASE("sim: oracle partitions all ranks' windows together", "[sim][policy]")
 
     // Where ranks cannot balance alone: rank 0 reads only 9s, rank 1 only 1s. Alone each rank's
     // steps cost 18 and 2; pooled, every pack is {9, 1} = 10.
-    const auto pooled = run_by_hand("oracle", {{9, 9, 9, 9}, {1, 1, 1, 1}}, 2, 2, 2);
+    const auto pooled = run_by_hand("global", {{9, 9, 9, 9}, {1, 1, 1, 1}}, 2, 2, 2);
     CHECK(pooled.costs == std::vector<double>{10, 10, 10, 10});
     const auto alone = run_by_hand("tumbling", {{9, 9, 9, 9}, {1, 1, 1, 1}}, 2, 2, 2);
     CHECK(alone.costs == std::vector<double>{18, 2, 18, 2});

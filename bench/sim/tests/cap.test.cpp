@@ -133,7 +133,7 @@ TEST_CASE("sim: a fixed cap, clipped and truncated, on two ranks by hand", "[sim
     CHECK(tumbling_trunc.extras.peak_batch_memory == 11.0);
 
     // The other baselines see the same truncated records: 2 capped, 40 tokens in all.
-    for (const char* policy : {"oracle", "mffd", "verl_kk", "length_grouped"}) {
+    for (const char* policy : {"global", "mffd", "verl_kk", "length_grouped"}) {
         hand_settings s = truncate;
         s.bin_tokens = 15.0;
         s.dataset = 16;
@@ -146,10 +146,10 @@ TEST_CASE("sim: a fixed cap, clipped and truncated, on two ranks by hand", "[sim
         CHECK(total == 8 + 8 + 1 + 1 + 5 + 5 + 6 + 6);
         CHECK(run.tokens == run.costs);
     }
-    // The oracle pairs {8, 8, 6, 6, 5, 5, 1, 1} into 4 packs of 2: each 8 needs a 1 to stay at
-    // or under 11, which leaves {6, 5} twice: heaviest 11.
-    const auto oracle = run_by_hand("oracle", two_ranks, 2, 2, 2, truncate);
-    CHECK(*std::max_element(oracle.costs.begin(), oracle.costs.end()) == 11.0);
+    // The global plan pairs {8, 8, 6, 6, 5, 5, 1, 1} into 4 packs of 2: each 8 needs a 1 to stay
+    // at or under 11, which leaves {6, 5} twice: heaviest 11.
+    const auto global = run_by_hand("global", two_ranks, 2, 2, 2, truncate);
+    CHECK(*std::max_element(global.costs.begin(), global.costs.end()) == 11.0);
 }
 
 namespace {
@@ -205,7 +205,7 @@ TEST_CASE("sim: under a truncating quantile cap every policy runs on the same re
     for (const double t : none.tokens) capped += t;
     CHECK(capped < uncapped);
     // The other baselines read the same capped stream (whole windows and megabatches here).
-    for (const char* policy : {"oracle", "mffd", "verl_kk", "length_grouped"}) {
+    for (const char* policy : {"global", "mffd", "verl_kk", "length_grouped"}) {
         const auto run = run_by_hand(policy, streams, B, K, steps, s);
         INFO(policy);
         CHECK(run.extras.capped == none.extras.capped);
@@ -309,7 +309,7 @@ TEST_CASE("sim: a truncating quantile cap uses the prior during its warm-up", "[
     CHECK(prior.costs == std::vector<double>{5, 1, 2, 5, 5, 3});
     CHECK(prior.extras.capped == 3);
     // Every baseline reads the same capped stream: 3 capped, 5+2+5 + 1+5+3 = 21 tokens.
-    for (const char* policy : {"length_grouped", "mffd", "verl_kk", "oracle"}) {
+    for (const char* policy : {"length_grouped", "mffd", "verl_kk", "global"}) {
         hand_settings b = s;
         b.bin_tokens = 100.0;
         b.dataset = 6; // length_grouped: megabatches of 1 record, one epoch of all 6

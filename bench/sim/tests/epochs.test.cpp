@@ -236,7 +236,7 @@ TEST_CASE("epochs: --epoch-steps 0 is the run without epochs, and other policies
     }
 
     SECTION("the other policies run as without epochs") {
-        for (const char* name : {"none", "length_grouped", "mffd", "verl_kk", "oracle"})
+        for (const char* name : {"none", "length_grouped", "mffd", "verl_kk", "global"})
             DYNAMIC_SECTION(name) {
                 cfg.policies = {name};
                 cfg.epoch_steps = 0;

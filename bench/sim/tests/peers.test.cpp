@@ -87,7 +87,7 @@ TEST_CASE("sim: verl_kk splits each step's global batch into equal groups", "[si
 
     // Where one step alone cannot balance: rank 0 reads 9, 9 then 1, 1, rank 1 reads 9, 9 then
     // 1, 1. Step 0 holds four 9s (18 each), step 1 four 1s (2 each): per step the groups are
-    // equal, so every step is balanced, but nothing crosses steps (the oracle would mix them).
+    // equal, so every step is balanced, but nothing crosses steps (the global plan would mix them).
     const auto steps = run_by_hand("verl_kk", {{9, 9, 1, 1}, {9, 9, 1, 1}}, 2, 2, 2);
     CHECK(steps.costs == std::vector<double>{18, 18, 2, 2});
 }

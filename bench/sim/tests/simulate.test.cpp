@@ -1,5 +1,5 @@
 // simulate() (simulate.hpp): every policy emits each record exactly once, results relate to
-// none and repeat under a seed, the oracle's skip rule, and the memory budget by hand.
+// none and repeat under a seed, the global plan's skip rule, and the memory budget by hand.
 // Expected numbers are derived in the comments, never copied from the code's output. The
 // command-line checks (exit code 2, JSON schema) are ctest entries in bench/sim/CMakeLists.txt.
 
@@ -116,9 +116,9 @@ TEST_CASE("sim: simulate relates every policy to none and is deterministic", "[s
         return *std::find_if(a.policies.begin(), a.policies.end(),
                              [&](const auto& p) { return p.name == name; });
     };
-    // bcl's windows help on a heavy tail; the pooled oracle helps more.
+    // bcl's windows help on a heavy tail; the pooled global plan helps more.
     CHECK(find("tumbling").metrics.efficiency > none.metrics.efficiency);
-    CHECK(find("oracle").metrics.efficiency >= find("tumbling").metrics.efficiency);
+    CHECK(find("global").metrics.efficiency >= find("tumbling").metrics.efficiency);
     CHECK(find("tumbling").extras.max_delay_batches < cfg.lookahead);
 
     cfg.seed = 4;
@@ -126,19 +126,25 @@ TEST_CASE("sim: simulate relates every policy to none and is deterministic", "[s
     CHECK(c.policies.front().step_max != none.step_max);
 }
 
-TEST_CASE("sim: the oracle is skipped above --oracle-max-ranks", "[sim]") {
+TEST_CASE("sim: global runs up to bcl::max_plan_records per window and is skipped above", "[sim]") {
+    const bcl_sim::policy_entry* global = bcl_sim::find_policy("global");
+    REQUIRE(global != nullptr);
+    CHECK(global->by_default);
     sim_config cfg;
-    cfg.dist = bcl_sim::parse_dist("uniform:lo=1,hi=100");
-    cfg.ranks = 4;
-    cfg.steps = 8;
-    cfg.oracle_max_ranks = 2;
-    cfg.policies = {"oracle", "tumbling"};
-    const auto res = bcl_sim::simulate(cfg);
-    REQUIRE(res.skipped.size() == 1);
-    CHECK(res.skipped[0].name == "oracle");
-    CHECK_THAT(res.skipped[0].reason, Contains("--oracle-max-ranks"));
-    REQUIRE(res.policies.size() == 1);
-    CHECK(res.policies[0].name == "tumbling");
+    // R = 8192, K = 8, B = 16: 2^20 records per window, a plan takes them.
+    cfg.ranks = 8192;
+    cfg.lookahead = 8;
+    cfg.batch = 16;
+    CHECK(!global->skip(cfg));
+    // 2^30 records is the most a plan takes; 2^31 is skipped, with the reason.
+    cfg.ranks = 1024;
+    cfg.lookahead = 1024;
+    cfg.batch = 1024;
+    CHECK(!global->skip(cfg));
+    cfg.lookahead = 2048;
+    const std::optional<std::string> reason = global->skip(cfg);
+    REQUIRE(reason);
+    CHECK_THAT(*reason, Contains("R*K*B = 2147483648") && Contains("bcl::max_plan_records"));
 }
 
 TEST_CASE("sim: peak_batch_tokens, over_budget_batches, and a budget bcl keeps", "[sim][budget]") {

@@ -1,15 +1,31 @@
 """bcl: batches of balanced estimated cost for data-parallel training.
 
-``bcl.BalancedBatchSampler`` wraps any sampler of dataset indices (a ``DistributedSampler``, a
-``RandomSampler``, a list) and yields batches of exactly ``batch_size`` indices whose estimated
-costs are balanced, so that every rank's step costs about the same. It is the C++ library
-``bcl::balancer`` over dataset indices; ``bcl.Error`` (a ``ValueError``) carries its messages.
+Two samplers, both giving every rank the same number of batches of exactly ``batch_size``
+indices whose estimated costs are balanced, so no rank waits for a straggler:
+
+- ``bcl.DistributedBalancedBatchSampler``, for map-style datasets: every rank draws the epoch's
+  global order (as ``DistributedSampler`` does) and holds the cost table, so every rank computes
+  the same coordinated plan of all ranks' batches and keeps its share (``bcl::plan_window``).
+- ``bcl.BalancedBatchSampler`` wraps any sampler of this rank's indices (a stream a rank sees
+  alone) and balances them rank-locally (``bcl::balancer``).
+
+``bcl.plan_batches`` plans a global batch a trainer already holds. ``bcl.Error`` (a
+``ValueError``) carries the C++ library's messages.
 """
 
 from ._core import Error
 from ._core import version as __version__
+from ._distributed import DistributedBalancedBatchSampler, plan_batches
 from ._sampler import AffineQuadratic, BalancedBatchSampler, affine_quadratic
 
 Error.__module__ = "bcl"
 
-__all__ = ["AffineQuadratic", "BalancedBatchSampler", "Error", "__version__", "affine_quadratic"]
+__all__ = [
+    "AffineQuadratic",
+    "BalancedBatchSampler",
+    "DistributedBalancedBatchSampler",
+    "Error",
+    "__version__",
+    "affine_quadratic",
+    "plan_batches",
+]

@@ -1,0 +1,130 @@
+// plan_digest: plans a fixed set of windows with bcl::global_planner and prints one digest over
+// every plan and summary. Built with different compilers, standard libraries and floating-point
+// flags (scripts/test_plan_digest.sh), it must print the same line every time: the global plan is
+// bit-identical everywhere, which is what lets every rank compute it alone.
+//
+// The windows themselves are made with integer operations and std::bit_cast only (SplitMix64,
+// bit patterns of doubles), so generating them cannot differ between builds either. They cover
+// several shapes (short windows included), packed and padded batching, levelling on and off, a
+// cap, and costs with ties, zeros, subnormals, 1e-300, 1e120 (bcl::max_estimate) and heavy tails.
+//
+//   plan_digest            prints "windows <count> records <count> digest <hex>"
+
+#include <bcl/cost_estimator.hpp>
+#include <bcl/global_plan.hpp>
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+/// SplitMix64: fully specified, integers only.
+class splitmix {
+public:
+    explicit splitmix(std::uint64_t seed) : m_state(seed) {}
+    std::uint64_t next() {
+        std::uint64_t z = (m_state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    std::uint64_t below(std::uint64_t bound) { return next() % bound; } // a bias is harmless here
+
+private:
+    std::uint64_t m_state;
+};
+
+/// A double with a biased exponent field in [lowest, lowest + span) and random fraction bits.
+/// Each draw is its own statement: the order in which function arguments are evaluated is
+/// unspecified, and two draws in one call would differ between compilers.
+double make_double(splitmix& rng, std::uint64_t lowest, std::uint64_t span) {
+    const std::uint64_t exponent_field = lowest + rng.below(span);
+    const std::uint64_t fraction = rng.next() & ((std::uint64_t{1} << 52) - 1);
+    return std::bit_cast<double>((exponent_field << 52) | fraction);
+}
+
+const std::uint64_t largest_bits = std::bit_cast<std::uint64_t>(bcl::max_estimate);
+const double tiny = std::bit_cast<double>(std::uint64_t{0x01a56e1fc2f8f359}); // 1e-300
+
+/// One cost of the given kind.
+double draw(splitmix& rng, unsigned kind, const std::vector<double>& tie_values) {
+    switch (kind) {
+    case 0: // "lengths": 2^0 .. 2^20 with random fractions, a light tail
+        return make_double(rng, 1023, 21);
+    case 1: // heavy tail: exponents over 60 binades
+        return make_double(rng, 1023, 60);
+    case 2: // ties: a few values only
+        return tie_values[rng.below(tie_values.size())];
+    case 3: // zeros with a few ones and subnormals
+        return rng.below(4) == 0 ? 1.0 : rng.below(3) == 0 ? make_double(rng, 0, 1) : 0.0;
+    case 4: // 1e-300 beside 1e120 and everything between
+        return rng.below(3) == 0   ? tiny
+               : rng.below(2) == 0 ? bcl::max_estimate
+                                   : std::bit_cast<double>(rng.below(largest_bits) + 1);
+    default: // around 1e120: the largest exponents allowed
+        return std::bit_cast<double>(largest_bits - rng.below(std::uint64_t{1} << 56));
+    }
+}
+
+struct digest_state {
+    std::uint64_t value = 0;
+    std::uint64_t windows = 0;
+    std::uint64_t records = 0;
+};
+
+void plan_one(digest_state& d, bcl::global_planner& planner, splitmix& rng, std::size_t ranks,
+              std::size_t steps, std::size_t batch, bool full) {
+    const std::size_t per_rank = full ? steps * batch : 1 + rng.below(steps * batch);
+    const std::size_t n = ranks * per_rank;
+    const auto kind = static_cast<unsigned>(rng.below(6));
+    std::vector<double> ties;
+    for (int i = 0; i < 3; ++i) ties.push_back(make_double(rng, 1020, 8));
+    std::vector<double> costs(n);
+    for (double& c : costs) c = draw(rng, kind, ties);
+    bcl::plan_options opt;
+    opt.batching = rng.below(4) == 0 ? bcl::batch_cost::padded : bcl::batch_cost::packed;
+    opt.level_steps = rng.below(4) != 0;
+    if (rng.below(5) == 0 && n > 0) opt.cap = costs[rng.below(n)]; // a cap some costs exceed
+    std::vector<bcl::plan_slot> out(n);
+    const bcl::plan_summary s = planner.plan(costs, {ranks, steps, batch}, opt, out);
+    // The plan (its own digest), then every integer of the summary.
+    d.value = bcl::plan_digest(out, d.value);
+    const bcl::plan_slot figures[] = {
+        {static_cast<std::uint32_t>(s.objective), static_cast<std::uint32_t>(s.objective >> 32)},
+        {static_cast<std::uint32_t>(s.total), static_cast<std::uint32_t>(s.total >> 32)},
+        {static_cast<std::uint32_t>(s.lower_bound),
+         static_cast<std::uint32_t>(s.lower_bound >> 32)},
+        {static_cast<std::uint32_t>(s.heaviest), static_cast<std::uint32_t>(s.heaviest >> 32)},
+        {static_cast<std::uint32_t>(s.scale), static_cast<std::uint32_t>(s.steps)},
+    };
+    d.value = bcl::plan_digest(figures, d.value);
+    ++d.windows;
+    d.records += n;
+}
+
+} // namespace
+
+int main() {
+    splitmix rng(20240601);
+    bcl::global_planner planner;
+    digest_state d;
+    constexpr std::size_t small_ranks[] = {1, 2, 3, 5, 8};
+    constexpr std::size_t small_steps[] = {1, 2, 3, 8};
+    constexpr std::size_t small_batches[] = {1, 2, 4, 7, 16};
+    for (int i = 0; i < 10000; ++i) {
+        const std::size_t ranks = small_ranks[rng.below(5)];
+        const std::size_t steps = small_steps[rng.below(4)];
+        const std::size_t batch = small_batches[rng.below(5)];
+        plan_one(d, planner, rng, ranks, steps, batch, i % 2 == 0);
+    }
+    // A few large windows: the radix passes, the winner tree's depth, many levelled packs.
+    constexpr std::size_t large_ranks[] = {64, 256, 1024};
+    for (int i = 0; i < 12; ++i) plan_one(d, planner, rng, large_ranks[i % 3], 8, 16, i % 4 != 3);
+    std::printf(
+        "windows %llu records %llu digest %016llx\n", static_cast<unsigned long long>(d.windows),
+        static_cast<unsigned long long>(d.records), static_cast<unsigned long long>(d.value));
+    return 0;
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build bcl (Release) and run the simulator on the bundled ShareGPT lengths: 8 ranks, 1000 steps,
+# Build the simulator (Release) and run it on the bundled ShareGPT lengths: 8 ranks, 1000 steps,
 # the run whose numbers the README quotes. Extra flags go to bcl-sim and override these (e.g.
 # --steps 5000, --ranks 32). Ends with a legend of the table's rows and columns and, when
 # /usr/bin/python3 has matplotlib, a plot of the step times (scripts/plot_sim.py). BCL_BUILD_DIR
@@ -19,15 +19,20 @@ for ((i = 1; i <= $#; ++i)); do
 done
 
 # Installing and building report on stderr, so that stdout holds only what bcl-sim prints (and,
-# after a table, its legend): with --format json or csv it stays parsable.
+# after a table, its legend): with --format json or csv it stays parsable. Only bcl-sim is built
+# (one target, about a minute on two cores); `bash scripts/test.sh` builds everything else.
 {
+    echo "== demo 1/4: Debian packages (scripts/setup.sh installs only what is missing)"
     bash scripts/setup.sh
+    echo "== demo 2/4: configuring $build/ (Release)"
     if [[ -f "$build/CMakeCache.txt" ]]; then
-        cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+        cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
     else
-        cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+        cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBCL_BUILD_TORCH=OFF >/dev/null
     fi
-    cmake --build "$build" -j 2
+    echo "== demo 3/4: building bcl-sim, the simulator (one target)"
+    cmake --build "$build" -j 2 --target bcl-sim
+    echo "== demo 4/4: simulating 8 ranks on ShareGPT's conversation lengths"
 } >&2
 
 out="$build/demo"
@@ -43,11 +48,14 @@ if [[ "$format" == table ]]; then echo; fi
 if [[ "$format" == table ]]; then
     cat <<'EOF'
 
-Rows, one per policy: none, plain fixed-count batches, the reference the others are compared
-with; length_grouped, mffd and verl_kk, what other trainers do (Hugging Face group_by_length,
-NeMo-RL sequence packing, verl's balance_batch; the last two see every rank's records each step);
-global, bcl's global plan: K steps of all ranks' records planned together, the same plan computed
-by every rank from a shared cost table (no communication); tumbling and sliding, bcl, rank-local.
+Rows, one per policy, all on the same records: none, plain fixed-count batches, the reference
+the others are compared with; length_grouped, mffd and verl_kk, what other trainers do (Hugging
+Face group_by_length; NeMo-RL sequence packing, with bins of the context length, the smallest
+power of two that holds the longest record, as its users size them; verl's balance_batch); mffd
+and verl_kk see every rank's records each step, and mffd gives ranks different record counts.
+global: bcl's global plan, K steps of all ranks' records planned together, the same plan computed
+by every rank from a shared cost table (no communication). tumbling (the paper's policy) and
+sliding (bcl's default): bcl's rank-local balancer, for streams no rank sees whole.
 Columns:
   efficiency  mean rank step cost / mean step time (a step lasts as long as its slowest rank);
               1 means no rank ever waits. Higher is better.
@@ -64,6 +72,8 @@ Columns:
   peak_tok    most tokens in one rank's batch: its memory peak. Lower is better.
   over_bud    rank-batches above --memory-budget; 0 without one. Lower is better.
   time_s      the simulator's own run time for the policy (not training time).
+Notes under the table: round_bound is the best efficiency any partition and emission order of
+the same rounds could reach (an upper bound for tumbling); mffd's line gives its bin size.
 With no flags given, these are the README's figures (R=8, B=16, K=8, 1000 steps, seed 1).
 EOF
 fi

@@ -9,6 +9,7 @@ import math
 import os
 import pickle
 import tempfile
+import warnings
 
 import numpy as np
 import pytest
@@ -299,3 +300,59 @@ def test_any_edit_of_a_state_is_refused_or_resumes_an_exact_epoch(stop, edits, r
 
     outcome = forked.run(trial, timeout=60.0)
     assert outcome[0] == "ok" and outcome[1] in ("refused", "exact"), (edits, outcome)
+
+
+class _Indexed(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i
+
+
+@pytest.mark.parametrize("workers, prefetch", [(0, None), (2, 1), (2, 2), (4, 2), (4, 4)])
+def test_resume_under_a_prefetching_dataloader_equals_the_uninterrupted_epoch(workers, prefetch):
+    # A DataLoader with workers has read batches ahead of the loop; state_dict(consumed=k) is
+    # the state after the loop's k-th batch, so the resumed loader hands out the read-ahead again.
+    n, b, stop = 700, 8, 17
+    costs = sequence_costs(n, 4)
+
+    def sampler():
+        return bcl.DistributedBalancedBatchSampler(costs, b, num_replicas=2, rank=1, seed=5)
+
+    def loader(s):
+        extra = {} if prefetch is None else {"prefetch_factor": prefetch}
+        return torch.utils.data.DataLoader(
+            _Indexed(n), batch_sampler=s, num_workers=workers, collate_fn=list, **extra
+        )
+
+    expected = list(sampler())
+    first = sampler()
+    head = []
+    for batch in loader(first):
+        head.append(batch)
+        if len(head) == stop:
+            break
+    state = pickle.loads(pickle.dumps(first.state_dict(consumed=len(head))))
+    second = sampler()
+    second.load_state_dict(state)
+    assert head + list(loader(second)) == expected
+
+
+def test_a_state_without_consumed_under_a_loader_with_workers_warns():
+    costs = sequence_costs(300)
+    s = bcl.DistributedBalancedBatchSampler(costs, 4, num_replicas=1, rank=0)
+    batches = iter(torch.utils.data.DataLoader(_Indexed(300), batch_sampler=s, num_workers=2,
+                                               collate_fn=list))  # fmt: skip
+    next(batches)
+    with pytest.warns(UserWarning, match="pass consumed="):
+        s.state_dict()
+    quiet = bcl.DistributedBalancedBatchSampler(costs, 4, num_replicas=1, rank=0)
+    next(iter(torch.utils.data.DataLoader(_Indexed(300), batch_sampler=quiet, collate_fn=list)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet.state_dict()
+        s.state_dict(consumed=1)

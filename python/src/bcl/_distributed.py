@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, Optional, Union
 
@@ -13,6 +14,7 @@ import numpy as np
 from . import _core
 from . import _inputs as inputs
 from ._core import Error
+from ._sampler import _loader_with_workers
 from ._state import Reader, checksum
 
 STATE_FORMAT = "bcl.DistributedBalancedBatchSampler/1"
@@ -150,6 +152,7 @@ class DistributedBalancedBatchSampler(_SamplerBase):
         self._position = 0  # batches of that epoch handed out
         self._done = False  # its iterator has ended
         self._resume: Optional[tuple] = None  # a loaded state: (epoch, plan, position)
+        self._prefetching = False  # the current epoch is read by a DataLoader with workers
 
     # -- the epoch -----------------------------------------------------------------------------
 
@@ -220,6 +223,7 @@ class DistributedBalancedBatchSampler(_SamplerBase):
             plan, position = self._planned(self.epoch), 0
         self._agree(plan)
         self._plan, self._position, self._done = (self.epoch, plan), position, False
+        self._prefetching = _loader_with_workers()
         while self._position < plan.batches:
             batch = plan.batch(self._position)
             self._position += 1
@@ -256,6 +260,13 @@ class DistributedBalancedBatchSampler(_SamplerBase):
             (epoch, plan), position = self._plan, self._position
         else:
             epoch, plan, position = self.epoch, None, 0
+        if consumed is None and self._prefetching and plan is not None and not self._done:
+            warnings.warn(
+                f"{_WHO}.state_dict(): a DataLoader with worker processes reads batches ahead of "
+                "the training loop, and a state as of the last batch handed out loses those; "
+                "pass consumed=<batches the loop has taken this epoch>",
+                stacklevel=2,
+            )
         if consumed is not None:
             whole = isinstance(consumed, numbers.Integral) and not isinstance(consumed, bool)
             if not whole or not 0 <= int(consumed) <= position:

@@ -147,19 +147,23 @@ enum class bcl_estimate {
 /// budget. A bcl::error from a balancer (a record alone over the memory budget, a round that
 /// cannot be split within it) propagates, prefixed with the policy, rank and step.
 ///
-/// Epochs (ctx.epoch_steps = N > 0): at every step s with s % N == 0 each rank starts a fresh
-/// balancer with the same options, as the samplers do every epoch. It takes only the epoch's N*B
-/// records (stream indices [e*N*B, (e+1)*N*B) for epoch e = s / N), still pushing only until
-/// pop() yields, calls finish() once all of them are pushed and nothing is ready, and drains
-/// them: N full batches. Under ctx.mean_cost_epoch its options::mean_cost is the mean of the
-/// epoch's estimated costs under the cap (bcl::stream_mean_cost), evaluated when the epoch starts.
-/// Without epochs one balancer per rank serves the whole run.
+/// Epochs (ctx.epoch_steps = N > 0): at every step s with s % N == 0 each rank starts epoch
+/// e = s / N. Its balancer takes only the epoch's N*B records (stream indices [e*N*B, (e+1)*N*B)),
+/// still pushing only until pop() yields, calls finish() once all of them are pushed and nothing
+/// is ready, and drains them: N full batches. At the next boundary (ctx.epoch_start) the drained
+/// balancer goes on with next_epoch(), keeping what it learned, as the samplers carry theirs
+/// (`carry`, the default); or a new balancer with the same options takes its place (`fresh`).
+/// Under ctx.mean_cost_epoch each epoch aims at the mean of its own estimated costs under the cap
+/// (bcl::stream_mean_cost), evaluated when the epoch starts: the new balancer's
+/// options::mean_cost, or next_epoch(mean). Without epochs one balancer per rank serves the whole
+/// run and is never drained.
 ///
 /// Calibrated (Estimator = calibrated_sim_estimator), each rank then observes the batch's time:
 /// its true cost times its noise factor (time_noise_factor), and the runner tallies how far the
-/// fit in force predicted that batch's true cost (calibration_report). Each epoch's balancer
-/// starts again from the prior, as a sampler's does when it rebuilds its balancer from the same
-/// estimator.
+/// fit in force predicted that batch's true cost (calibration_report). A carried balancer keeps
+/// its fit across epochs; a fresh one starts again from the prior, as a balancer rebuilt from the
+/// same estimator does. The epoch's mean is taken from the prior's costs either way, as the
+/// samplers take it from their cost table.
 template <class Estimator>
 class bcl_local_runner final : public policy_runner {
 public:
@@ -236,7 +240,7 @@ public:
     }
 
     /// Rank `rank`'s balancer: the one of the epoch under way (for tests, which read its
-    /// settings()).
+    /// settings() and stats()).
     [[nodiscard]] const balancer_type& balancer(std::size_t rank) const {
         return *m_balancers.at(rank);
     }
@@ -274,8 +278,9 @@ private:
         return m_estimate == bcl_estimate::true_cost ? m_ctx.truth.at(s)(x.length) : x.cost;
     }
 
-    // Step s starts an epoch: rank r's balancer of the previous epoch, which has handed out all
-    // of its N*B records, gives way to a fresh one for stream indices [e*N*B, (e+1)*N*B).
+    // Step s starts an epoch on rank r, for stream indices [e*N*B, (e+1)*N*B). The balancer of
+    // the previous epoch, which has handed out all of its N*B records, goes on into it
+    // (next_epoch) or gives way to a new one (epoch_boundary::fresh, and the first epoch).
     void start_epoch(std::size_t r, std::size_t s) {
         const std::uint64_t records = std::uint64_t{m_ctx.epoch_steps} * m_ctx.batch;
         const std::uint64_t begin = s / m_ctx.epoch_steps * records;
@@ -284,7 +289,7 @@ private:
                 throw std::logic_error(fmt::format("bcl balancer of rank {} ended an epoch at "
                                                    "step {} holding records",
                                                    r, s));
-            m_retired.add(m_balancers[r]->stats());
+            m_retired.add(m_balancers[r]->stats()); // next_epoch() starts them afresh
         }
         m_epoch_end[r] = begin + records;
         bcl::options opt = bcl_options(m_ctx, r, m_policy);
@@ -295,6 +300,16 @@ private:
             for (std::uint64_t i = begin; i < begin + records; ++i)
                 m_epoch_costs.push_back(estimated_cost(fetch(m_ctx, r, i), s));
             opt.mean_cost = bcl::stream_mean_cost(m_epoch_costs, opt.cap);
+        }
+        if (s > 0 && m_ctx.epoch_start == epoch_boundary::carry) {
+            balancer_type& bal = *m_balancers[r];
+            // An epoch whose last round was full has handed out everything without finish().
+            bal.finish();
+            if (m_ctx.mean_cost_epoch)
+                bal.next_epoch(opt.mean_cost);
+            else
+                bal.next_epoch(); // the run's own mean_cost: 0 (the running mean) or --mean-cost
+            return;
         }
         m_balancers[r].emplace(make_estimator(), opt);
     }
@@ -330,7 +345,8 @@ private:
     sim_context m_ctx;
     bcl_estimate m_estimate;
     bcl::lookahead_policy m_policy;
-    // Optional so that an epoch can build its rank's balancer afresh; always engaged.
+    // Optional so that an epoch can build its rank's balancer afresh (epoch_boundary::fresh);
+    // always engaged.
     std::vector<std::optional<balancer_type>> m_balancers;
     std::vector<std::uint64_t> m_next;      // next stream index per rank
     std::vector<std::uint64_t> m_epoch_end; // per rank: the first index past its epoch

@@ -83,8 +83,10 @@ int main(int argc, char** argv) {
                    "named): " +
                        bcl_sim::policy_names());
     bcl_cli::add_format_flag(app, opt.format, {"table", "json", "csv"});
-    app.add_option("--bin-tokens", cfg.bin_tokens,
-                   "mffd bin capacity in tokens (default 0: B times the p99 length)")
+    app.add_option(
+           "--bin-tokens", cfg.bin_tokens,
+           "mffd bin capacity in tokens (default 0: the context length, the smallest power of two "
+           "that holds the longest record)")
         ->capture_default_str();
     app.add_option("--cap", opt.cap_text,
                    "outlier cap for every policy: none | p<percent> (p99, p99.5: the streaming "
@@ -115,13 +117,19 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     bcl_cli::add_count(app, "--epoch-steps", cfg.epoch_steps,
                        "N > 0: the bcl policies (tumbling, sliding, sliding_true, calibrated) "
-                       "start a fresh balancer on each rank every N steps, as the PyTorch and "
-                       "libtorch samplers do every epoch: it takes exactly that epoch's N*B "
-                       "records of the rank's stream, then finish(), and drains them. 0: one "
-                       "balancer per rank for the whole run. The other policies run as without "
-                       "epochs: they work within a step, a few steps, or the file's own epochs, "
-                       "so leaving their stream uncut flatters them, never bcl",
+                       "start an epoch on each rank every N steps, as the samplers do: the "
+                       "rank's balancer takes exactly that epoch's N*B records of its stream, "
+                       "then finish(), and drains them. 0: one balancer per rank for the whole "
+                       "run, never drained. The other policies run as without epochs: they work "
+                       "within a step, a few steps, or the file's own epochs, so leaving their "
+                       "stream uncut flatters them, never bcl",
                        bcl_cli::max_steps);
+    bcl_cli::add_choice(app, "--epoch-start", opt.epoch_start_text,
+                        "with --epoch-steps, what each epoch's balancer is: carry (the rank's "
+                        "drained balancer goes on, bcl::balancer::next_epoch, keeping its cap, "
+                        "heavy slots, calibration and running mean, as the samplers do) | fresh "
+                        "(a new balancer every epoch, which learns all of it again)",
+                        {"carry", "fresh"});
     bcl_cli::add_choice(app, "--emission", opt.emission_text,
                         "order in which the bcl policies emit a round's batches",
                         {"costliest_first", "shuffled"});
@@ -184,6 +192,7 @@ int main(int argc, char** argv) {
         cfg.batching = bcl_sim::parse_batching(opt.batching_text);
         cfg.emission = bcl_sim::parse_emission(opt.emission_text);
         bcl_sim::parse_mean_cost(opt.mean_cost_text, cfg);
+        cfg.epoch_start = bcl_sim::parse_epoch_start(opt.epoch_start_text);
         if (!opt.policy_text.empty())
             cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
         const sim_result res = simulate_each(cfg, bar);

@@ -2,7 +2,7 @@
 #   {"config": {...every input...}, "policies": [{"policy": ..., metrics...}, ...], "skipped": [...]}
 #   cmake -DBCL_SIM=path/to/bcl-sim -DARGS="a|b|c" [-DEXPECT_SKIPPED=name] [-DEXPECT_BATCHING=padded]
 #         [-DEXPECT_EMISSION=shuffled] [-DEXPECT_PRIOR=spec] [-DEXPECT_EPOCH_STEPS=n]
-#         [-DEXPECT_MEAN_COST=epoch] -P check_json.cmake
+#         [-DEXPECT_MEAN_COST=epoch] [-DEXPECT_EPOCH_START=fresh] -P check_json.cmake
 cmake_minimum_required(VERSION 3.23)
 string(REPLACE "|" ";" _args "${ARGS}")
 execute_process(COMMAND ${BCL_SIM} ${_args}
@@ -41,6 +41,15 @@ if(NOT DEFINED EXPECT_EPOCH_STEPS)
 endif()
 if(NOT _epoch_steps EQUAL EXPECT_EPOCH_STEPS)
     message(FATAL_ERROR "config epoch_steps is ${_epoch_steps}, expected ${EXPECT_EPOCH_STEPS}")
+endif()
+# epoch_start: carry (the default) or fresh.
+expect_type("config;epoch_start" STRING)
+string(JSON _epoch_start GET "${_json}" config epoch_start)
+if(NOT DEFINED EXPECT_EPOCH_START)
+    set(EXPECT_EPOCH_START carry)
+endif()
+if(NOT _epoch_start STREQUAL EXPECT_EPOCH_START)
+    message(FATAL_ERROR "config epoch_start is ${_epoch_start}, expected ${EXPECT_EPOCH_START}")
 endif()
 if(DEFINED EXPECT_MEAN_COST)
     expect_type("config;mean_cost" STRING)
@@ -144,6 +153,16 @@ foreach(_i RANGE ${_last})
     string(JSON _bound GET "${_json}" policies ${_i} round_bound)
     if(_bound LESS _eff OR _bound GREATER 1.0000001)
         message(FATAL_ERROR "round_bound of ${_name} is ${_bound}, not in [${_eff}, 1]")
+    endif()
+    # Nor the bound of rearranging them within epochs, which is there only with epochs.
+    if(EXPECT_EPOCH_STEPS GREATER 0)
+        expect_type("policies;${_i};epoch_bound" NUMBER)
+        string(JSON _epoch_bound GET "${_json}" policies ${_i} epoch_bound)
+        if(_epoch_bound LESS _eff OR _epoch_bound GREATER 1.0000001)
+            message(FATAL_ERROR "epoch_bound of ${_name} is ${_epoch_bound}, not in [${_eff}, 1]")
+        endif()
+    else()
+        expect_type("policies;${_i};epoch_bound" NULL)
     endif()
     # Goodput is useful cost over what the ranks are held for: efficiency itself when a rank
     # spends its records' costs (packed, and mffd's bins always), below it under padding.

@@ -52,17 +52,64 @@ struct step_metrics {
     /// tumbling, whose rounds are fixed windows of each rank's stream, this bounds every
     /// partition and emission order of the same records. 1 without rounds.
     double round_bound = 1.0;
+    /// The same bound over epochs (blocks of `epoch_steps` steps from step 0) instead of rounds.
+    /// A policy that hands out each rank's epoch within the epoch's steps (the bcl policies under
+    /// --epoch-steps, and none) spends in them exactly the epoch's cost, whatever it does with
+    /// it: for such policies it is a property of the stream, the same for all of them, and none
+    /// of them can exceed it (packed, when a record costs the same in every step). 1 without
+    /// epochs.
+    double epoch_bound = 1.0;
     double mean_rank_cost = 0.0; ///< mean over (step, rank): the ideal step time
     double mean_step_time = 0.0; ///< mean over steps of the max over ranks
     std::size_t steps = 0;
 };
 
+/// Each rank's spend summed over blocks of a fixed number of steps (rounds, epochs): the least
+/// time the steps of the run could take if every rank's spend within each block could be
+/// rearranged at will, the sum over blocks of the costliest rank's block total.
+class block_totals {
+public:
+    /// `steps`: steps per block (0: no blocks).
+    explicit block_totals(std::size_t steps) noexcept : m_steps(steps) {}
+
+    [[nodiscard]] bool enabled() const noexcept { return m_steps > 0; }
+
+    void add(std::span<const double> rank_costs) {
+        if (m_steps == 0) return;
+        m_total.resize(rank_costs.size(), 0.0);
+        for (std::size_t r = 0; r < rank_costs.size(); ++r) m_total[r] += rank_costs[r];
+        if (++m_filled < m_steps) return;
+        m_max_sum += *std::max_element(m_total.begin(), m_total.end());
+        m_total.assign(m_total.size(), 0.0);
+        m_filled = 0;
+    }
+
+    /// The sum over blocks of the costliest rank's total. A block cut short by the end of the run
+    /// counts with what it has: its steps too take at least as long as its costliest rank's part.
+    /// Never above `max_sum` (the sum of step maxima, which it bounds from below): summed in
+    /// another order, a run whose steps are already even could otherwise land a rounding error
+    /// above it.
+    [[nodiscard]] double time(double max_sum) const {
+        const double open =
+            m_total.empty() ? 0.0 : *std::max_element(m_total.begin(), m_total.end());
+        return std::min(m_max_sum + open, max_sum);
+    }
+
+private:
+    std::size_t m_steps;         // steps per block (0: none)
+    std::size_t m_filled = 0;    // steps of the open block so far
+    std::vector<double> m_total; // each rank's cost in the open block
+    double m_max_sum = 0.0;      // over closed blocks, the costliest rank's total
+};
+
 /// Streams per-step rank costs into the metrics; keeps O(steps) memory (for the trace).
 class metrics_accumulator {
 public:
-    /// `round_steps`: the steps of a round for round_bound (0: no rounds).
-    explicit metrics_accumulator(std::size_t steps_hint = 0, std::size_t round_steps = 0)
-        : m_round_steps(round_steps) {
+    /// `round_steps`: the steps of a round for round_bound; `epoch_steps`: of an epoch for
+    /// epoch_bound (0: none).
+    explicit metrics_accumulator(std::size_t steps_hint = 0, std::size_t round_steps = 0,
+                                 std::size_t epoch_steps = 0)
+        : m_rounds(round_steps), m_epochs(epoch_steps) {
         m_step_max.reserve(steps_hint);
         m_step_mean.reserve(steps_hint);
     }
@@ -86,7 +133,8 @@ public:
         m_step_max.push_back(max);
         m_step_mean.push_back(rank_costs.empty() ? 0.0
                                                  : sum / static_cast<double>(rank_costs.size()));
-        add_to_round(rank_costs);
+        m_rounds.add(rank_costs);
+        m_epochs.add(rank_costs);
     }
 
     [[nodiscard]] step_metrics result() const {
@@ -103,16 +151,14 @@ public:
             m.goodput = m_useful.mean() / m.mean_step_time;
             m.p99_step_ratio = nearest_rank(m_step_max, 0.99) / m.mean_rank_cost;
         }
-        // A round cut short by the end of the run counts with what it has: its steps too take at
-        // least as long as its costliest rank's part.
-        const double open_round =
-            m_round_total.empty() ? 0.0
-                                  : *std::max_element(m_round_total.begin(), m_round_total.end());
-        // Never above the sum of step maxima, which it bounds from below; summed in another
-        // order, a run whose steps are already even could otherwise land a rounding error above.
-        const double rounds_time = std::min(m_round_max_sum + open_round, max_sum);
-        if (m_round_steps > 0 && rounds_time > 0.0)
-            m.round_bound = m.mean_rank_cost / (rounds_time / static_cast<double>(m.steps));
+        const auto bound = [&](const block_totals& blocks) {
+            const double time = blocks.time(max_sum);
+            return blocks.enabled() && time > 0.0
+                       ? m.mean_rank_cost / (time / static_cast<double>(m.steps))
+                       : 1.0;
+        };
+        m.round_bound = bound(m_rounds);
+        m.epoch_bound = bound(m_epochs);
         return m;
     }
 
@@ -122,33 +168,22 @@ public:
     [[nodiscard]] const std::vector<double>& step_mean() const noexcept { return m_step_mean; }
 
 private:
-    void add_to_round(std::span<const double> rank_costs) {
-        if (m_round_steps == 0) return;
-        m_round_total.resize(rank_costs.size(), 0.0);
-        for (std::size_t r = 0; r < rank_costs.size(); ++r) m_round_total[r] += rank_costs[r];
-        if (++m_round_filled < m_round_steps) return;
-        m_round_max_sum += *std::max_element(m_round_total.begin(), m_round_total.end());
-        m_round_total.assign(m_round_total.size(), 0.0);
-        m_round_filled = 0;
-    }
-
-    std::size_t m_round_steps;         // steps per round (0: none)
-    std::size_t m_round_filled = 0;    // steps of the open round so far
-    std::vector<double> m_round_total; // each rank's cost in the open round
-    double m_round_max_sum = 0.0;      // over closed rounds, the costliest rank's total
-    bcl::running_stats m_all;          // every (step, rank) cost
-    bcl::running_stats m_useful;       // every (step, rank) useful cost
+    block_totals m_rounds;       // for round_bound
+    block_totals m_epochs;       // for epoch_bound
+    bcl::running_stats m_all;    // every (step, rank) cost
+    bcl::running_stats m_useful; // every (step, rank) useful cost
     std::vector<double> m_step_max;
     std::vector<double> m_step_mean;
 };
 
 /// Metrics of a cost matrix given step-major: costs[s * ranks + r], what rank r spends in step s,
 /// and useful[s * ranks + r], the sum of its records' costs (the same size as costs); rounds of
-/// `round_steps` steps for round_bound (0: none).
+/// `round_steps` steps for round_bound and epochs of `epoch_steps` for epoch_bound (0: none).
 [[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs,
                                                   std::span<const double> useful, std::size_t ranks,
-                                                  std::size_t round_steps = 0) {
-    metrics_accumulator acc(ranks == 0 ? 0 : costs.size() / ranks, round_steps);
+                                                  std::size_t round_steps = 0,
+                                                  std::size_t epoch_steps = 0) {
+    metrics_accumulator acc(ranks == 0 ? 0 : costs.size() / ranks, round_steps, epoch_steps);
     for (std::size_t s = 0; ranks != 0 && (s + 1) * ranks <= costs.size(); ++s)
         acc.add_step(costs.subspan(s * ranks, ranks), useful.subspan(s * ranks, ranks));
     return acc.result();
@@ -157,8 +192,9 @@ private:
 /// Metrics of a cost matrix given step-major: costs[s * ranks + r], packed (every rank spends the
 /// sum of its records' costs, so goodput is efficiency).
 [[nodiscard]] inline step_metrics compute_metrics(std::span<const double> costs, std::size_t ranks,
-                                                  std::size_t round_steps = 0) {
-    return compute_metrics(costs, costs, ranks, round_steps);
+                                                  std::size_t round_steps = 0,
+                                                  std::size_t epoch_steps = 0) {
+    return compute_metrics(costs, costs, ranks, round_steps, epoch_steps);
 }
 
 /// 1 - cv/cv_none: the share of the per-rank batch-cost variability a policy removes (0 when the

@@ -8,6 +8,8 @@
 
 #include <bcl/options.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace bcl_sim {
 
@@ -27,6 +30,28 @@ namespace bcl_sim {
 /// global id (index * R + rank of the stream it came from). Optional; tests use it to check that
 /// every record is emitted exactly once.
 using emit_observer = std::function<void(std::size_t step, std::size_t rank, std::uint64_t id)>;
+
+/// What the bcl policies do at an epoch boundary (--epoch-start, with --epoch-steps).
+enum class epoch_boundary {
+    /// The rank's balancer, drained, goes on into the next epoch (bcl::balancer::next_epoch):
+    /// it keeps what it learned (the quantile cap's sketch, the heavy slots, a calibration's
+    /// fit, the running mean), as the samplers carry theirs from epoch to epoch.
+    carry,
+    /// A new balancer per rank every epoch, with the same options: it learns everything again.
+    fresh,
+};
+
+[[nodiscard]] inline std::string_view describe(epoch_boundary e) noexcept {
+    return e == epoch_boundary::fresh ? "fresh" : "carry";
+}
+
+/// Parses an --epoch-start value: `carry` or `fresh`. Throws input_error otherwise.
+[[nodiscard]] inline epoch_boundary parse_epoch_start(std::string_view text) {
+    if (text == "carry") return epoch_boundary::carry;
+    if (text == "fresh") return epoch_boundary::fresh;
+    throw input_error(
+        fmt::format("--epoch-start {}: unknown epoch start (expected carry or fresh)", text));
+}
 
 /// Everything a policy needs to run.
 struct sim_context {
@@ -60,11 +85,14 @@ struct sim_context {
     std::optional<double> cap_prior;
     /// --mean-cost in cost units (bcl::options::mean_cost), none for each rank's running mean.
     std::optional<double> mean_cost;
-    /// --epoch-steps: the bcl policies start a fresh balancer on each rank every this many steps,
-    /// which takes exactly epoch_steps * B records of the rank's stream and drains them (what the
-    /// samplers do every epoch). 0: one balancer per rank for the whole run. The other policies
-    /// ignore it.
+    /// --epoch-steps: every this many steps the bcl policies start an epoch on each rank, which
+    /// takes exactly epoch_steps * B records of the rank's stream and drains them (what the
+    /// samplers do every epoch). 0: one balancer per rank for the whole run, never drained. The
+    /// other policies ignore it.
     std::size_t epoch_steps = 0;
+    /// --epoch-start: at each epoch boundary the rank's balancer goes on (next_epoch) or a new
+    /// one takes its place.
+    epoch_boundary epoch_start = epoch_boundary::carry;
     /// --mean-cost epoch (needs epoch_steps > 0): each epoch's balancer gets as
     /// bcl::options::mean_cost the mean of its epoch's estimated costs under `cap`
     /// (bcl::stream_mean_cost), overriding `mean_cost`.

@@ -34,6 +34,7 @@ struct cli_options {
     std::string cap_action_text = "clip";
     std::string cap_prior_text = "none";
     std::string mean_cost_text = "none";
+    std::string epoch_start_text = "carry";
     std::string batching_text = "packed";
     std::string emission_text = "costliest_first";
     std::string progress = "auto";
@@ -127,6 +128,7 @@ inline nlohmann::ordered_json config_json(const cli_options& opt, const sim_resu
         bcl_sim::dist_json(cfg.dist_text, cfg.dist, res.dataset_records.value_or(0));
     dist["p99_length"] = res.p99_length;
     dist["mean_length"] = res.mean_length;
+    dist["max_length"] = res.max_length;
 
     nlohmann::ordered_json policies = nlohmann::ordered_json::array();
     for (const bcl_sim::policy_entry* e : bcl_sim::requested_policies(cfg))
@@ -162,16 +164,19 @@ inline nlohmann::ordered_json config_json(const cli_options& opt, const sim_resu
                           : res.mean_cost     ? nlohmann::ordered_json(*res.mean_cost)
                                               : nlohmann::ordered_json(nullptr)},
             {"epoch_steps", cfg.epoch_steps},
+            {"epoch_start", std::string(bcl_sim::describe(cfg.epoch_start))},
             {"trace", opt.trace.empty() ? nlohmann::ordered_json(nullptr)
                                         : nlohmann::ordered_json(opt.trace)}};
 }
 
-inline nlohmann::ordered_json policy_json(const policy_result& p, std::size_t window) {
+inline nlohmann::ordered_json policy_json(const policy_result& p, std::size_t window, bool epochs) {
     nlohmann::ordered_json out = {
         {"policy", p.name},
         {"efficiency", p.metrics.efficiency},
         {"goodput", p.metrics.goodput},
         {"round_bound", p.metrics.round_bound},
+        {"epoch_bound",
+         epochs ? nlohmann::ordered_json(p.metrics.epoch_bound) : nlohmann::ordered_json(nullptr)},
         {"cv", p.metrics.cv},
         {"cv_reduction", p.cv_reduction},
         {"speedup_vs_none", p.speedup_vs_none},
@@ -194,7 +199,8 @@ inline void print_json(const cli_options& opt, const sim_result& res) {
     nlohmann::ordered_json out;
     out["config"] = config_json(opt, res);
     out["policies"] = nlohmann::ordered_json::array();
-    for (const auto& p : res.policies) out["policies"].push_back(policy_json(p, opt.cfg.window));
+    for (const auto& p : res.policies)
+        out["policies"].push_back(policy_json(p, opt.cfg.window, opt.cfg.epoch_steps > 0));
     out["skipped"] = nlohmann::ordered_json::array();
     for (const auto& s : res.skipped)
         out["skipped"].push_back({{"policy", s.name}, {"reason", s.reason}});
@@ -248,7 +254,8 @@ inline void print_table(const cli_options& opt, const sim_result& res) {
     const sim_config& cfg = opt.cfg;
     fmt::print("bcl-sim  dist {}", bcl_sim::describe(cfg.dist));
     if (res.dataset_records) fmt::print(" ({} lengths)", *res.dataset_records);
-    fmt::print(", mean length {:.0f}, p99 length {}\n", res.mean_length, res.p99_length);
+    fmt::print(", mean length {:.0f}, p99 length {}, longest {}\n", res.mean_length, res.p99_length,
+               res.max_length);
     fmt::print("         cost {} (a + b*L + c*L^2)\n", bcl_sim::describe(cfg.cost));
     const bcl_sim::cost_schedule truth = cfg.truth();
     if (cfg.true_cost || truth.drift()) {
@@ -291,9 +298,12 @@ inline void print_table(const cli_options& opt, const sim_result& res) {
     if (cfg.emission != bcl_sim::emission_order::costliest_first)
         fmt::print("         emission {}\n", bcl_sim::describe(cfg.emission));
     if (cfg.epoch_steps > 0)
-        fmt::print("         epochs of {} steps: the bcl policies start a balancer per rank every "
-                   "epoch, on its {} records{}\n",
-                   cfg.epoch_steps, cfg.epoch_steps * cfg.batch,
+        fmt::print("         epochs of {} steps: the bcl policies {}, on its {} records{}\n",
+                   cfg.epoch_steps,
+                   cfg.epoch_start == bcl_sim::epoch_boundary::fresh
+                       ? "start a fresh balancer per rank every epoch"
+                       : "carry each rank's balancer into every epoch (next_epoch)",
+                   cfg.epoch_steps * cfg.batch,
                    cfg.mean_cost_epoch ? ", aiming at their own mean cost" : "");
     if (cfg.buffer_windows != bcl::options{}.buffer_windows ||
         cfg.max_age != bcl::options{}.max_age)

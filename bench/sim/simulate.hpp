@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -52,7 +53,7 @@ struct sim_config {
     std::size_t steps = 2000;
     std::uint64_t seed = 1;
     std::vector<std::string> policies; ///< empty: every policy in the table
-    double bin_tokens = 0.0;           ///< mffd bin capacity; 0: B times the p99 length
+    double bin_tokens = 0.0;           ///< mffd bin capacity; 0: context_length(longest record)
     cap_spec cap;                      ///< --cap (default none)
     bcl::cap_action cap_action = bcl::cap_action::clip; ///< --cap-action
     double memory_budget = 0.0; ///< --memory-budget, tokens per rank-batch; 0 for none
@@ -66,10 +67,13 @@ struct sim_config {
     std::optional<double> mean_cost;
     bool mean_cost_exact = false;
     bool mean_cost_epoch = false;
-    /// --epoch-steps: 0, one balancer per rank for the whole run; N > 0, the bcl policies start a
-    /// fresh balancer every N steps holding exactly that epoch's N*B records of the rank's stream
-    /// (see bcl_local_runner). The other policies ignore it.
+    /// --epoch-steps: 0, one balancer per rank for the whole run; N > 0, the bcl policies start an
+    /// epoch every N steps holding exactly that epoch's N*B records of the rank's stream (see
+    /// bcl_local_runner). The other policies ignore it.
     std::size_t epoch_steps = 0;
+    /// --epoch-start (with epoch_steps > 0): the rank's balancer carries on into each epoch
+    /// (bcl::balancer::next_epoch, as the samplers do), or a fresh one starts every epoch.
+    epoch_boundary epoch_start = epoch_boundary::carry;
     /// --buffer-windows and --max-age: the sliding policy's buffer and delay bound (bcl's
     /// defaults unless given).
     std::size_t buffer_windows = bcl::options{}.buffer_windows;
@@ -235,7 +239,7 @@ struct policy_result {
                                               std::size_t steps) {
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<policy_runner> runner = entry.make(ctx);
-    metrics_accumulator acc(steps, ctx.lookahead);
+    metrics_accumulator acc(steps, ctx.lookahead, ctx.epoch_steps);
     std::vector<double> block(ctx.lookahead * ctx.ranks);
     std::vector<double> tokens(ctx.lookahead * ctx.ranks);
     std::vector<double> useful(ctx.lookahead * ctx.ranks);
@@ -293,6 +297,7 @@ struct sim_result {
     std::optional<std::uint64_t> dataset_records; ///< lines in the workload file
     double p99_length = 0.0;  ///< nearest-rank p99 of the lengths (file, or a pilot sample)
     double mean_length = 0.0; ///< mean of the lengths (file, or the same pilot sample)
+    double max_length = 0.0;  ///< longest length (file, or the same pilot sample)
     double bin_tokens = 0.0;  ///< mffd bin capacity used
     bcl::cap_options cap;     ///< the cap every policy ran with, in cost units
     /// --cap-prior resolved (its length and cost), nothing without one.
@@ -371,8 +376,13 @@ inline void validate(const sim_config& cfg) {
                                       cfg.epoch_steps));
     if (cfg.mean_cost_epoch && cfg.epoch_steps == 0)
         throw input_error("--mean-cost epoch: the mean of each epoch's costs needs epochs; give "
-                          "--epoch-steps N > 0 (the bcl policies then start a balancer every N "
+                          "--epoch-steps N > 0 (the bcl policies then start an epoch every N "
                           "steps)");
+    if (cfg.epoch_start != epoch_boundary::carry && cfg.epoch_start != epoch_boundary::fresh)
+        throw input_error("--epoch-start: no such epoch start");
+    if (cfg.epoch_start == epoch_boundary::fresh && cfg.epoch_steps == 0)
+        throw input_error("--epoch-start fresh: a fresh balancer every epoch needs epochs; give "
+                          "--epoch-steps N > 0");
     if (cfg.mean_cost_epoch && (cfg.mean_cost_exact || cfg.mean_cost))
         throw input_error("--mean-cost: epoch is one choice, not to be combined with exact or a "
                           "cost");
@@ -423,6 +433,16 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
     return capped_mean_cost(lengths, cfg.cost, cfg.cap, cfg.cap_action);
 }
 
+/// mffd's default bin capacity: the context length a trainer would configure for these records,
+/// the smallest power of two that holds the longest. NeMo-RL sizes its packing bins as the
+/// context length times the micro-batch size (train_mb_tokens), commonly with micro-batches of one.
+[[nodiscard]] inline double context_length(double longest) {
+    constexpr double largest_power = 0x1p62;
+    if (!(longest > 1.0)) return 1.0;
+    if (longest >= largest_power) return longest;
+    return static_cast<double>(std::bit_ceil(static_cast<std::uint64_t>(std::ceil(longest))));
+}
+
 /// Runs every requested policy (none is always simulated: the others are measured against it).
 /// The source factory may be given for hand-made streams; otherwise it follows cfg.dist.
 /// Throws input_error for bad input.
@@ -438,6 +458,7 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
             out.dataset_records = lengths->size();
             out.p99_length = nearest_rank(*lengths, 0.99);
             out.mean_length = mean_of(*lengths);
+            out.max_length = lengths->empty() ? 0.0 : *std::ranges::max_element(*lengths);
             const std::size_t per_rank = (lengths->size() + cfg.ranks - 1) / cfg.ranks;
             // Enough cache slots for every epoch one K-step window touches, with room to spare.
             const std::size_t slots = 2 * (cfg.lookahead * cfg.batch / per_rank) + 4;
@@ -452,6 +473,7 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
             for (std::size_t i = 0; i < pilot; ++i)
                 sample_lengths[i] = draw_length(cfg.dist, key, i);
             out.mean_length = mean_of(sample_lengths);
+            out.max_length = *std::ranges::max_element(sample_lengths);
             out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, &sample_lengths);
             out.mean_cost = resolve_mean_cost(cfg, sample_lengths);
             out.p99_length = nearest_rank(std::move(sample_lengths), 0.99);
@@ -465,8 +487,7 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
             throw input_error("--mean-cost exact: no workload lengths to take the mean of");
         out.mean_cost = cfg.mean_cost;
     }
-    out.bin_tokens =
-        cfg.bin_tokens > 0.0 ? cfg.bin_tokens : static_cast<double>(cfg.batch) * out.p99_length;
+    out.bin_tokens = cfg.bin_tokens > 0.0 ? cfg.bin_tokens : context_length(out.max_length);
     if (!(out.bin_tokens > 0.0)) out.bin_tokens = 1.0; // all lengths 0: any capacity will do
     out.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost);
 
@@ -493,6 +514,7 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
         ctx.mean_cost = out.mean_cost;
         ctx.epoch_steps = cfg.epoch_steps;
         ctx.mean_cost_epoch = cfg.mean_cost_epoch;
+        ctx.epoch_start = cfg.epoch_start;
         ctx.truth = cfg.truth();
         ctx.calibrate = cfg.calibrate;
         ctx.time_noise = cfg.time_noise;

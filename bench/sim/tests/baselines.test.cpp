@@ -162,3 +162,30 @@ TEST_CASE("sim: mffd_pack keeps every item exactly once and within capacity", "[
         CHECK(total == items.size());
     }
 }
+
+TEST_CASE("sim: mffd's default bin is the context length that holds the longest record",
+          "[sim][mffd]") {
+    // NeMo-RL sizes its bins as the context length (times a micro-batch of one): the smallest
+    // power of two at or above the longest record.
+    CHECK(bcl_sim::context_length(8000) == 8192);
+    CHECK(bcl_sim::context_length(8192) == 8192);
+    CHECK(bcl_sim::context_length(8192.5) == 16384);
+    CHECK(bcl_sim::context_length(3) == 4);
+    CHECK(bcl_sim::context_length(0) == 1);       // all lengths 0: any capacity holds them
+    CHECK(bcl_sim::context_length(0.5) == 1);     // below one token
+    CHECK(bcl_sim::context_length(1e30) == 1e30); // beyond any power of two it can name
+
+    bcl_sim::sim_config cfg;
+    cfg.dist = bcl_sim::parse_dist("lognormal:mu=6,sigma=0.6");
+    cfg.ranks = 2;
+    cfg.steps = 20;
+    cfg.policies = {"mffd"};
+    const auto res = bcl_sim::simulate(cfg);
+    REQUIRE(res.max_length >= res.p99_length);
+    CHECK(res.bin_tokens == bcl_sim::context_length(res.max_length));
+    CHECK(res.bin_tokens >= res.max_length);
+    CHECK(res.bin_tokens < 2 * res.max_length);
+
+    cfg.bin_tokens = 777; // given: used as it is
+    CHECK(bcl_sim::simulate(cfg).bin_tokens == 777);
+}

@@ -74,3 +74,25 @@ TEST_CASE("sim: round_bound charges each round its costliest rank's total", "[si
     // Rounds as long as the run: only the ranks' whole totals count (9 against 10).
     CHECK(bcl_sim::compute_metrics(costs, 2, 5).round_bound == Approx(0.9));
 }
+
+TEST_CASE("sim: epoch_bound charges each epoch its costliest rank's total", "[sim][metrics]") {
+    // Two ranks, epochs of two steps, four steps, the costs of
+    //   step:    0  1 | 2  3
+    //   rank 0:  1  3 | 2  2
+    //   rank 1:  2  2 | 5  1
+    // Step maxima 2, 3, 5, 2 (sum 12); rank costs sum to 18, so efficiency 18 / 2 / 12 = 0.75.
+    // Epoch totals: epoch 0 both ranks 4 (max 4), epoch 1 ranks 4 and 6 (max 6): 10, so
+    // epoch_bound = 9 / 10 = 0.9. A policy that must hand out each rank's epoch within its two
+    // steps needs at least 4 + 6 = 10, whatever it does inside the epochs.
+    const std::vector<double> costs{1, 2, 3, 2, 2, 5, 2, 1};
+    const auto m = bcl_sim::compute_metrics(costs, 2, 1, 2);
+    CHECK(m.efficiency == Approx(0.75));
+    CHECK(m.epoch_bound == Approx(0.9));
+    // It is round_bound's formula over epochs: the same with rounds of two steps.
+    CHECK(bcl_sim::compute_metrics(costs, 2, 2).round_bound == Approx(0.9));
+    // Without epochs nothing is bounded; one step per epoch is the efficiency itself.
+    CHECK(bcl_sim::compute_metrics(costs, 2, 1).epoch_bound == 1.0);
+    CHECK(bcl_sim::compute_metrics(costs, 2, 0, 1).epoch_bound == Approx(m.efficiency));
+    // An epoch of three steps: 6 and 9 over steps 0-2, the open epoch 2 and 1: 11, 9 / 11.
+    CHECK(bcl_sim::compute_metrics(costs, 2, 0, 3).epoch_bound == Approx(9.0 / 11.0));
+}

@@ -257,6 +257,10 @@ TEST_CASE("sim: no policy beats its round bound, and tumbling reaches its own",
                 cfg.seed = 5;
                 cfg.cap = bcl_sim::parse_cap(cap);
                 cfg.cap_action = bcl::cap_action::truncate;
+                // mffd at a 4096-token context: at its default (the context that just holds the
+                // longest record) records of one equal length each fill a bin of their own, and
+                // NeMo-RL's packer then raises (one bin more than records, rounded up to R).
+                cfg.bin_tokens = 4096;
                 const auto res = bcl_sim::simulate(cfg);
                 for (const auto& p : res.policies) {
                     INFO(p.name);

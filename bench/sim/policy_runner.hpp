@@ -78,10 +78,10 @@ struct sim_context {
     /// --buffer-windows and --max-age say otherwise.
     std::size_t buffer_windows = bcl::options{}.buffer_windows;
     std::size_t max_age = bcl::options{}.max_age;
-    /// --emission, for the bcl policies once the library takes it (see bcl_options()).
+    /// --emission: the bcl policies' emission order (bcl::options::emission, see bcl_options()).
     emission_order emission = emission_order::costliest_first;
     /// --cap-prior in cost units: the cap during a quantile cap's warm-up, none for +infinity.
-    /// The baselines' stream_cap applies it; the bcl balancers once the library takes it.
+    /// The baselines' stream_cap applies it; the bcl balancers get it as bcl::cap_options::prior.
     std::optional<double> cap_prior;
     /// --mean-cost in cost units (bcl::options::mean_cost), none for each rank's running mean.
     std::optional<double> mean_cost;

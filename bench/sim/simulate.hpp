@@ -80,7 +80,7 @@ struct sim_config {
     std::size_t max_age = bcl::options{}.max_age;
     /// --batching: what a rank spends on a batch, for every policy (mffd's bins stay packed).
     batch_cost batching = batch_cost::packed;
-    /// --emission: reported, and the bcl policies' emission order once the library takes it.
+    /// --emission: the bcl policies' emission order (bcl::options::emission).
     emission_order emission = emission_order::costliest_first;
     /// --true-cost: what the ranks truly spend (every metric is computed on it); nothing: `cost`.
     /// Every policy estimates with `cost`, the only model a real loader knows.

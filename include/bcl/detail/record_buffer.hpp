@@ -17,9 +17,10 @@ namespace bcl::detail {
 
 /// Records in arrival order, with their estimated costs, memory estimates (when tracked) and
 /// arrival positions, side by side so a round reads the costs as one array. A round takes either
-/// every record (take_all) or the records a policy chose; `gather` lists those, `compact` closes
-/// the gaps they leave. All storage is reserved up front: nothing here allocates afterwards.
-/// Under calibration each record also keeps its `features` feature values (0: none kept).
+/// every record (the whole buffer, read in place) or the records a policy chose; `gather` lists
+/// those, `compact` closes the gaps they leave. All storage is reserved up front: nothing here
+/// allocates afterwards. Under calibration each record also keeps its `features` feature values (0:
+/// none kept).
 template <class Record, bool tracks_memory, std::size_t features = 0>
 class record_buffer {
 public:

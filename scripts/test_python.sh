@@ -45,8 +45,15 @@ echo "== pytest python/tests"
 echo "== bench/python/bench_sampler.py (quick)"
 "$venv/bin/python" bench/python/bench_sampler.py --n 100000 --repeats 2
 
-echo "== examples/python/train_ddp.py --smoke --running-mean"
+echo "== bench/python/bench_padding.py and bench_plan_batches.py"
+# Both fail if any sampler gives ranks different batch counts.
+"$venv/bin/python" bench/python/bench_padding.py
+"$venv/bin/python" bench/python/bench_plan_batches.py
+
+echo "== examples/python/train_ddp.py --smoke --running-mean --policy bcl,global"
 # A bounded wait: two ranks that cannot reach each other would otherwise wait for gloo's timeout.
-timeout -k 10 240 "$venv/bin/python" examples/python/train_ddp.py --smoke --running-mean
+# Exits 1 if any policy ran a different number of steps on the two ranks in any epoch.
+timeout -k 10 240 "$venv/bin/python" examples/python/train_ddp.py --smoke --running-mean \
+    --policy bcl,global
 
 echo "== python checks passed"

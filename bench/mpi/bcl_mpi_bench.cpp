@@ -7,6 +7,11 @@
 // speedup against `none`, and the speedup bcl-sim's metrics predict from the very same per-rank
 // batch costs (gathered to rank 0).
 //
+// The `global` row is the global plan instead: every rank draws every rank's stream (the same
+// records the other rows see, the shared seed), plans each window of K steps of all ranks'
+// records with bcl::global_planner, alike on every rank, and runs its own share. No
+// communication but the step's allreduce, as in the other rows.
+//
 //   mpirun -np 4 --oversubscribe build/bin/bcl-mpi-bench
 //       --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt --steps 60
 //
@@ -21,6 +26,7 @@
 
 #include <bcl/balance.hpp>
 #include <bcl/calibrated_cost.hpp>
+#include <bcl/global_plan.hpp>
 #include <bcl/options.hpp>
 
 #include <CLI/CLI.hpp>
@@ -53,11 +59,12 @@ using clock_type = std::chrono::steady_clock;
 
 constexpr std::string_view program = "bcl-mpi-bench";
 
-/// The policies this bench runs: the reference and bcl's two rank-local policies.
-/// The bcl rows run with --emission; a `_shuffled` row runs with emission shuffled, so one run can
-/// measure what costliest-first emission buys against the same records.
-constexpr std::string_view known_policies[] = {"none", "tumbling", "sliding", "tumbling_shuffled",
-                                               "sliding_shuffled"};
+/// The policies this bench runs: the reference, bcl's two rank-local policies and the global
+/// plan. The rank-local rows run with --emission; a `_shuffled` row runs with emission shuffled,
+/// so one run can measure what costliest-first emission buys against the same records. `global`
+/// emits in the plan's order (heaviest step first).
+constexpr std::string_view known_policies[] = {
+    "none", "tumbling", "sliding", "tumbling_shuffled", "sliding_shuffled", "global"};
 
 /// Most --rounds: the median of a thousand rounds is as steady as it gets.
 constexpr std::uint64_t max_rounds = 1000;
@@ -132,6 +139,11 @@ struct rank_setup {
     double cost_sum = 0.0;              ///< of `records`' true costs
     std::uint64_t id_sum = 0;           ///< of `records`, see id_term()
     std::uint64_t lengths_checksum = 0; ///< of the workload file, for `file:`
+    /// With `global` among the policies: every rank's stream, rank r's records at
+    /// [r * steps * B, (r + 1) * steps * B), the same on every rank (`records` is this rank's
+    /// slice). Empty otherwise.
+    std::vector<bench_record> all_records;
+    std::uint64_t all_id_sum = 0; ///< of `all_records`: what all ranks' batches must sum to
 };
 
 /// One policy's run as seen by one rank.
@@ -143,6 +155,8 @@ struct rank_run {
     bool short_batch = false;        ///< a batch with fewer than B records
     /// --calibrate, bcl policies: the fitted a, b, c (in seconds) at the end of the run.
     std::optional<std::array<double, 3>> fitted;
+    /// global: the chained bcl::plan_digest of the run's windows, to compare across ranks.
+    std::optional<std::uint64_t> plan_digest;
 };
 
 /// One policy's result on rank 0.
@@ -158,6 +172,8 @@ struct policy_report {
     std::int64_t batches_min = 0;
     std::int64_t batches_max = 0;
     bool contract_ok = true; ///< every batch had B records, every record came out once
+    /// global: every rank computed the same plans (equal digests); true for the other rows.
+    bool same_plan = true;
     /// Calibrated (--calibrate, bcl policies): fitted a, b, c, mean over ranks, in seconds per
     /// feature (measured sleeps), and the same in true cost units (divided by seconds per unit).
     std::optional<std::array<double, 3>> fitted_seconds;
@@ -190,7 +206,9 @@ std::vector<std::string> parse_policy_list(std::string_view text) {
         if (std::find(std::begin(known_policies), std::end(known_policies), name) ==
             std::end(known_policies))
             throw bcl_sim::input_error(fmt::format(
-                "--policy: unknown policy '{}' (expected some of none,tumbling,sliding)", name));
+                "--policy: unknown policy '{}' (expected some of none, tumbling, sliding, "
+                "tumbling_shuffled, sliding_shuffled, global)",
+                name));
         if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
     }
     return out;
@@ -226,9 +244,32 @@ bcl_sim::sim_context make_context(const bench_config& cfg, int ranks,
     return ctx;
 }
 
+/// Whether the run includes the global plan, whose ranks draw every rank's stream.
+[[nodiscard]] bool runs_global(const bench_config& cfg) {
+    return std::find(cfg.policies.begin(), cfg.policies.end(), "global") != cfg.policies.end();
+}
+
+/// The global plan's limits, checked before anything is drawn: every rank holds all ranks'
+/// streams (R * steps * B records), and a window of R*K*B records must be one a plan takes.
+void validate_global(const bench_config& cfg, int ranks) {
+    const auto R = static_cast<std::uint64_t>(ranks);
+    if (R * cfg.steps > (std::uint64_t{1} << 26) / cfg.batch)
+        throw bcl_sim::input_error(fmt::format(
+            "--policy global: every rank holds all ranks' records, and ranks * --steps * --batch "
+            "= {} * {} * {} is more than 2^26",
+            R, cfg.steps, cfg.batch));
+    if (R * cfg.lookahead > bcl::max_plan_records / cfg.batch)
+        throw bcl_sim::input_error(fmt::format(
+            "--policy global: a window of ranks * --lookahead * --batch = {} * {} * {} records "
+            "is more than a plan takes (2^30)",
+            R, cfg.lookahead, cfg.batch));
+}
+
 /// Draws this rank's steps * B records, exactly as bcl-sim's rank `rank` of `ranks` reads them:
 /// its own seeded stream for a synthetic distribution; for `file:`, each epoch a seeded shuffle
-/// of the whole file dealt strided over the ranks (PyTorch's DistributedSampler).
+/// of the whole file dealt strided over the ranks (PyTorch's DistributedSampler). With `global`
+/// among the policies, every rank's stream the same way, into `all_records`, as every rank of a
+/// trainer with a shared permutation can.
 void draw_records(rank_setup& setup, int rank, int ranks) {
     const bench_config& cfg = setup.cfg;
     std::unique_ptr<bcl_sim::record_source> source;
@@ -247,18 +288,31 @@ void draw_records(rank_setup& setup, int rank, int ranks) {
     }
     const bcl_sim::sim_context ctx = make_context(cfg, ranks, source.get());
     const std::size_t n = cfg.steps * cfg.batch;
+    // fetch() rejects a non-finite or negative cost, naming the record.
+    const auto draw = [&](std::size_t r, std::size_t i) {
+        const bcl_sim::sample x = bcl_sim::fetch(ctx, r, i);
+        return bench_record{x.id, x.length, x.cost,
+                            bcl_sim::record_cost(cfg.true_cost, x.length, r, i)};
+    };
     setup.records.clear();
     setup.records.reserve(n);
     setup.cost_sum = 0.0;
+    setup.id_sum = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        // fetch() rejects a non-finite or negative cost, naming the record.
-        const bcl_sim::sample x = bcl_sim::fetch(ctx, static_cast<std::size_t>(rank), i);
-        const double truth =
-            bcl_sim::record_cost(cfg.true_cost, x.length, static_cast<std::size_t>(rank), i);
-        setup.records.push_back(bench_record{x.id, x.length, x.cost, truth});
-        setup.cost_sum += truth;
+        setup.records.push_back(draw(static_cast<std::size_t>(rank), i));
+        setup.cost_sum += setup.records.back().truth;
         setup.id_sum += id_term(setup.records.back());
     }
+    setup.all_records.clear();
+    setup.all_id_sum = 0;
+    if (!runs_global(cfg)) return;
+    setup.all_records.reserve(static_cast<std::size_t>(ranks) * n);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(ranks); ++r)
+        for (std::size_t i = 0; i < n; ++i) {
+            // This rank's own records again, drawn by the same code: equal by construction.
+            setup.all_records.push_back(draw(r, i));
+            setup.all_id_sum += id_term(setup.all_records.back());
+        }
 }
 
 /// Parses the flags and draws the stream. Never throws and never communicates: whatever goes
@@ -281,9 +335,10 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
                        max_rounds);
     bcl_cli::add_seed_flag(app, cfg.seed);
     app.add_option("--policy", cfg.policy_text,
-                   "comma list of none, tumbling, sliding, tumbling_shuffled, sliding_shuffled "
-                   "(the _shuffled rows emit shuffled whatever --emission says); none always runs "
-                   "first (the reference)")
+                   "comma list of none, tumbling, sliding, tumbling_shuffled, sliding_shuffled, "
+                   "global (the _shuffled rows emit shuffled whatever --emission says; global is "
+                   "bcl::global_planner over all ranks' records of each K-step window, every rank "
+                   "planning alike and running its share); none always runs first (the reference)")
         ->capture_default_str();
     app.add_option("--step-ms", cfg.step_ms,
                    "milliseconds a batch of mean cost takes; a batch of cost c sleeps "
@@ -332,6 +387,7 @@ setup_status local_setup(int argc, char** argv, int rank, int ranks, rank_setup&
             throw bcl_sim::input_error("--calibrate: the prior --cost is 0 for every record");
         cfg.policies = parse_policy_list(cfg.policy_text);
         validate_numbers(cfg);
+        if (runs_global(cfg)) validate_global(cfg, ranks);
         draw_records(setup, rank, ranks);
     });
     if (!failed) return setup_status::run;
@@ -614,6 +670,58 @@ rank_run run_bcl(const rank_setup& setup, bcl::lookahead_policy policy,
     return run_bcl_with(setup, bcl_sim::true_cost{}, opt, t);
 }
 
+/// `global`: every rank plans each window of K steps of all ranks' records with
+/// bcl::global_planner, from the records every rank drew alike (`all_records`), and runs the
+/// batches the plan gives it, in the plan's step order. The window is rank 0's K*B records, then
+/// rank 1's, and so on (bcl-sim's global policy); the last window is short when K does not divide
+/// --steps. The plan estimates with --cost (a --calibrate run does not refit it: every rank must
+/// plan alike). A window is planned when its first step asks for its batch, so planning time
+/// counts against the step, as the rank-local policies' does.
+rank_run run_global(const rank_setup& setup, const timing& t) {
+    const std::size_t R = static_cast<std::size_t>(t.ranks);
+    const std::size_t B = setup.cfg.batch;
+    const std::size_t K = setup.cfg.lookahead;
+    const std::size_t steps = setup.cfg.steps;
+    const std::size_t per_rank = steps * B; // records of each rank's stream
+    const auto mine = static_cast<std::uint32_t>(t.rank);
+
+    bcl::global_planner planner;
+    planner.reserve({.ranks = R, .steps = K, .batch = B});
+    std::vector<double> costs;
+    std::vector<bcl::plan_slot> plan;
+    std::vector<batch_info> window; // this rank's batches of the current window, by step
+    std::uint64_t digest = 0;       // chained over the windows
+    std::size_t step = 0;           // the next step of the run
+    auto next_batch = [&]() -> std::optional<batch_info> {
+        if (step >= steps) return std::nullopt;
+        const std::size_t in_window = step % K;
+        if (in_window == 0) {
+            const std::size_t first = step * B;                      // in each rank's stream
+            const std::size_t m = std::min(K * B, per_rank - first); // per rank, a multiple of B
+            costs.resize(R * m);
+            plan.resize(R * m);
+            for (std::size_t r = 0; r < R; ++r)
+                for (std::size_t i = 0; i < m; ++i)
+                    costs[r * m + i] = setup.all_records[r * per_rank + first + i].cost;
+            const bcl::plan_summary summary =
+                planner.plan(costs, {.ranks = R, .steps = K, .batch = B}, plan);
+            digest = bcl::plan_digest(plan, digest);
+            window.assign(summary.steps, batch_info{});
+            for (std::size_t j = 0; j < plan.size(); ++j)
+                if (plan[j].rank == mine) {
+                    const std::size_t r = j / m;
+                    const bench_record& rec = setup.all_records[r * per_rank + first + j % m];
+                    tally(window.at(plan[j].step), std::span<const bench_record>(&rec, 1));
+                }
+        }
+        ++step;
+        return window.at(in_window);
+    };
+    rank_run out = timed_run(next_batch, t);
+    out.plan_digest = digest;
+    return out;
+}
+
 bcl::lookahead_policy to_bcl_policy(std::string_view name) {
     return name.starts_with("sliding") ? bcl::lookahead_policy::sliding
                                        : bcl::lookahead_policy::tumbling;
@@ -631,8 +739,12 @@ policy_report run_policy(const rank_setup& setup, std::string_view name, const t
     const int ranks = t.ranks;
     rank_run run;
     try {
-        run = name == "none" ? run_none(setup, t)
-                             : run_bcl(setup, to_bcl_policy(name), to_emission(name, setup.cfg), t);
+        if (name == "none")
+            run = run_none(setup, t);
+        else if (name == "global")
+            run = run_global(setup, t);
+        else
+            run = run_bcl(setup, to_bcl_policy(name), to_emission(name, setup.cfg), t);
     } catch (const std::exception& e) {
         // The other ranks are inside an allreduce by now and cannot be told politely.
         fmt::print(stderr, "{}: rank {}: error during the {} run: {}; aborting every rank\n",
@@ -642,18 +754,30 @@ policy_report run_policy(const rank_setup& setup, std::string_view name, const t
     }
 
     // The contract checks: the same batch count on every rank, every batch full, every record out
-    // exactly once (the count and the id checksum of the emitted records match the input's).
+    // exactly once (the count and the id checksum of the emitted records match the input's). A
+    // rank-local policy keeps its records on its rank, so each rank checks its own; the global
+    // plan moves records between ranks, so each rank checks its count and the ranks' checksums
+    // together must match all ranks' records. The global plan must also be the same on every
+    // rank: its digests, chained over the windows, must agree.
+    const bool global = run.plan_digest.has_value();
     const auto batches = static_cast<long long>(run.batch_costs.size());
-    const bool flawed =
-        run.short_batch || run.records != setup.records.size() || run.id_sum != setup.id_sum;
+    const bool flawed = run.short_batch || run.records != setup.records.size() ||
+                        (!global && run.id_sum != setup.id_sum);
+    const std::uint64_t digest = run.plan_digest.value_or(0);
     long long checks[3] = {batches, -batches, flawed ? 1 : 0};
     MPI_Allreduce(MPI_IN_PLACE, checks, 3, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    // [emitted checksum, summed over ranks], [max digest, max of ~digest]: one each, every row.
+    std::uint64_t emitted = run.id_sum;
+    MPI_Allreduce(MPI_IN_PLACE, &emitted, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    std::uint64_t digests[2] = {digest, ~digest};
+    MPI_Allreduce(MPI_IN_PLACE, digests, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
 
     policy_report rep;
     rep.name = std::string(name);
     rep.batches_max = checks[0];
     rep.batches_min = -checks[1];
-    rep.contract_ok = checks[2] == 0;
+    rep.same_plan = digests[0] == ~digests[1];
+    rep.contract_ok = checks[2] == 0 && rep.same_plan && (!global || emitted == setup.all_id_sum);
 
     // Calibrated rows: the mean over ranks of the fitted coefficients. Every rank has a fit or
     // none (the same flags and policy everywhere), so every rank takes the same branch.
@@ -755,6 +879,7 @@ void print_json(const bench_config& cfg, const run_context& run,
                                    {"batches_max", p.batches_max},
                                    {"same_batch_count", p.batches_min == p.batches_max},
                                    {"contract_ok", p.contract_ok},
+                                   {"same_plan", p.same_plan},
                                    {"calibrated", p.fitted_cost.has_value()},
                                    {"fitted_cost", coefficients_json(p.fitted_cost)},
                                    {"fitted_seconds", coefficients_json(p.fitted_seconds)}});
@@ -894,6 +1019,7 @@ int run(int argc, char** argv) {
             } else {
                 reports[i].round_walls.push_back(rep.wall_s);
                 reports[i].contract_ok = reports[i].contract_ok && rep.contract_ok;
+                reports[i].same_plan = reports[i].same_plan && rep.same_plan;
             }
         }
     bar.clear();
@@ -917,7 +1043,14 @@ int run(int argc, char** argv) {
     // Every rank holds the same (all-reduced) verdict, so every rank exits the same way.
     int code = 0;
     for (const policy_report& p : reports)
-        if (!p.contract_ok) {
+        if (!p.same_plan) {
+            if (rank == 0)
+                fmt::print(stderr,
+                           "{}: error: policy {}: the ranks' plans differ (their digests "
+                           "disagree), so records were trained twice or never (exit code 1)\n",
+                           program, p.name);
+            code = 1;
+        } else if (!p.contract_ok) {
             if (rank == 0)
                 fmt::print(stderr,
                            "{}: error: policy {} emitted a short batch, or lost or duplicated a "

@@ -11,8 +11,11 @@
 #   others:    nothing; MPICH's mpiexec oversubscribes by default and runs as root as it is.
 #
 # MODE run:  exit code 0; JSON on stdout with config.ranks = number of ranks requested, every
-#            policy with the same batch count on every rank (= STEPS) and full batches, and a
-#            measured speedup above 1 for tumbling.
+#            policy with the same batch count on every rank (= STEPS) and full batches, and,
+#            when tumbling ran, a measured speedup above 1 for it. When global ran: every rank
+#            planned alike (same_plan), and its predicted efficiency, computed from the batch
+#            costs the ranks ran (no clock involved), is at least every other row's (the global
+#            plan balances across ranks, which no rank-local policy can).
 # MODE fail: a non-zero exit code (not a timeout), and PATTERN (plain text) in the output.
 cmake_minimum_required(VERSION 3.23)
 
@@ -91,6 +94,9 @@ if(_n LESS 1)
     message(FATAL_ERROR "no policies in the output\n${_all}")
 endif()
 set(_tumbling_speedup "")
+set(_global_efficiency "")
+set(_best_other_efficiency 0)
+set(_best_other "")
 math(EXPR _last "${_n} - 1")
 foreach(_i RANGE ${_last})
     string(JSON _name GET "${_json}" policies ${_i} policy)
@@ -117,15 +123,48 @@ foreach(_i RANGE ${_last})
     string(JSON _predicted GET "${_json}" policies ${_i} predicted_speedup_vs_none)
     message(STATUS "${_name}: ${_max} batches on every rank, measured speedup ${_measured}, "
                    "predicted ${_predicted}")
+    string(JSON _efficiency GET "${_json}" policies ${_i} predicted_efficiency)
+    string(JSON _same_plan GET "${_json}" policies ${_i} same_plan)
+    if(NOT _same_plan)
+        message(FATAL_ERROR "${_name}: the ranks' plans differ\n${_all}")
+    endif()
     if(_name STREQUAL "tumbling")
         set(_tumbling_speedup ${_measured})
     endif()
+    if(_name STREQUAL "global")
+        set(_global_efficiency ${_efficiency})
+    elseif(_efficiency GREATER _best_other_efficiency)
+        set(_best_other_efficiency ${_efficiency})
+        set(_best_other ${_name})
+    endif()
 endforeach()
 
-if(_tumbling_speedup STREQUAL "")
-    message(FATAL_ERROR "no tumbling result\n${_all}")
+# The policies that ran, as the bench reports them.
+string(JSON _np LENGTH "${_json}" config policies)
+set(_ran "")
+math(EXPR _plast "${_np} - 1")
+foreach(_i RANGE ${_plast})
+    string(JSON _p GET "${_json}" config policies ${_i})
+    list(APPEND _ran ${_p})
+endforeach()
+
+if("tumbling" IN_LIST _ran)
+    if(_tumbling_speedup STREQUAL "")
+        message(FATAL_ERROR "no tumbling result\n${_all}")
+    endif()
+    # CMake compares numbers as doubles; "1.0" would fail as it should.
+    if(NOT _tumbling_speedup GREATER 1)
+        message(FATAL_ERROR "tumbling measured speedup ${_tumbling_speedup} is not above 1\n${_all}")
+    endif()
 endif()
-# CMake compares numbers as doubles; "1.0" would fail as it should.
-if(NOT _tumbling_speedup GREATER 1)
-    message(FATAL_ERROR "tumbling measured speedup ${_tumbling_speedup} is not above 1\n${_all}")
+if("global" IN_LIST _ran)
+    if(_global_efficiency STREQUAL "")
+        message(FATAL_ERROR "no global result\n${_all}")
+    endif()
+    if(_global_efficiency LESS _best_other_efficiency)
+        message(FATAL_ERROR "global's predicted efficiency ${_global_efficiency} is below "
+                            "${_best_other}'s ${_best_other_efficiency}\n${_all}")
+    endif()
+    message(STATUS "global: predicted efficiency ${_global_efficiency}, best other "
+                   "${_best_other_efficiency} (${_best_other})")
 endif()

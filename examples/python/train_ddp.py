@@ -1,7 +1,8 @@
-"""This example demonstrates bcl.BalancedBatchSampler in a real data-parallel training run: two
-processes (torch.distributed, gloo backend, CPU, one thread each) train a small causal transformer
-on variable-length sequences without padding, once with plain batches (DistributedSampler +
-BatchSampler) and once with bcl's default sampler, and measure the time per step of each.
+"""This example demonstrates bcl.BalancedBatchSampler and bcl.DistributedBalancedBatchSampler in a
+real data-parallel training run: two processes (torch.distributed, gloo backend, CPU, one thread
+each) train a small causal transformer on variable-length sequences without padding, once with
+plain batches (DistributedSampler + BatchSampler) and once with each of bcl's samplers asked for,
+and measure the time per step of each.
 Requires: torch (Debian's python3-torch), numpy, and bcl installed (docs/python.md).
 
 Every sequence gets its own forward and backward pass (no padding, no packing), gradients are
@@ -23,10 +24,20 @@ exits 1 if not.
     build-python/venv/bin/python examples/python/train_ddp.py            # the measured run
     build-python/venv/bin/python examples/python/train_ddp.py --smoke    # seconds: a quick check
     build-python/venv/bin/python examples/python/train_ddp.py --running-mean   # a third policy
+    build-python/venv/bin/python examples/python/train_ddp.py --policy bcl,global
 
---running-mean adds `bcl-running`, the sampler with mean_cost="running": each epoch's balancer
-aims at the running mean of the costs it has taken so far, instead of the epoch's own mean cost
-(the default), side by side with the other two.
+The policies (--policy, a comma list; `none` always runs, as the reference):
+  none         DistributedSampler + BatchSampler: plain batches.
+  bcl          bcl.BalancedBatchSampler over the same DistributedSampler, with its defaults: each
+               rank balances its own batches (the rank-local sliding policy, lookahead 8).
+  bcl-running  the same with mean_cost="running": each epoch's balancer aims at the running mean
+               of the costs it has taken so far, instead of the epoch's own mean cost (the
+               default). --running-mean adds it to the list.
+  global       bcl.DistributedBalancedBatchSampler: both ranks draw DistributedSampler's
+               permutation of the epoch and compute the same plan of each window of 8 steps of
+               both ranks' records (bcl::global_planner), and each keeps its share: the batches
+               of a step cost about the same on both ranks, with no communication (one all-reduce
+               of the plan's digest per epoch checks that the ranks planned alike).
 """
 
 import argparse
@@ -59,6 +70,7 @@ LENGTHS = ROOT / "bench" / "workloads" / "sharegpt_8k_filtered_llama2_total_toke
 RANKS = 2
 VOCAB = 256
 MAX_LENGTH = 2048
+POLICIES = ("none", "bcl", "bcl-running", "global")
 
 
 class TinyLM(nn.Module):
@@ -233,7 +245,7 @@ def run(rank, args):
         )
 
     policies = {}
-    for name in ("none", "bcl") + (("bcl-running",) if args.running_mean else ()):
+    for name in args.policies:
         torch.manual_seed(args.seed)
         model = TinyLM(layers=args.layers)  # the same initial weights on every rank
         for p in model.parameters():
@@ -242,6 +254,12 @@ def run(rank, args):
                                    seed=args.seed)
         if name == "none":
             batches = BatchSampler(shard, args.batch_size, drop_last=False)
+        elif name == "global":
+            # The same permutation as `shard` (DistributedSampler's, seed and epoch), planned
+            # over both ranks' records: no inner sampler, the sampler draws the order itself.
+            batches = bcl.DistributedBalancedBatchSampler(costs, args.batch_size,
+                                                          num_replicas=RANKS, rank=rank,
+                                                          shuffle=True, seed=args.seed)
         else:
             mean_cost = "running" if name == "bcl-running" else 0.0
             batches = bcl.BalancedBatchSampler(shard, costs, args.batch_size,
@@ -256,8 +274,9 @@ def run(rank, args):
     equal_steps = True
     for epoch in range(args.repeats):
         for p in policies.values():
-            if isinstance(p["batches"], bcl.BalancedBatchSampler):
-                p["batches"].set_epoch(epoch)  # reaches its DistributedSampler
+            if isinstance(p["batches"], (bcl.BalancedBatchSampler,
+                                         bcl.DistributedBalancedBatchSampler)):
+                p["batches"].set_epoch(epoch)  # reaches its DistributedSampler, or plans it
             else:
                 p["shard"].set_epoch(epoch)
             p["iterator"], p["epoch_steps"], p["epoch_loss"] = iter(p["loader"]), 0, []
@@ -328,6 +347,10 @@ def run(rank, args):
                   f"{wall['none'] / wall[name]:.3f}")
             print(f"speedup of {which} over none, slowest rank's compute per step: "
                   f"{slowest['none'] / slowest[name]:.3f}")
+        if "global" in policies and "bcl" in policies:
+            print(f"speedup of global over bcl's default, wall time per step: "
+                  f"{wall['bcl'] / wall['global']:.3f}; slowest rank's compute per step: "
+                  f"{slowest['bcl'] / slowest['global']:.3f}")
         print(f"every rank ran the same number of steps in every epoch: {equal_steps}")
     if not equal_steps:
         raise SystemExit(1)
@@ -349,6 +372,9 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shared-session", dest="own_session", action="store_false",
                         help="keep the ranks in the launcher's session (one scheduling group)")
+    parser.add_argument("--policy", default="none,bcl",
+                        help="comma list of " + ", ".join(POLICIES) + " (default none,bcl); "
+                        "none always runs, as the reference")
     parser.add_argument("--running-mean", action="store_true",
                         help="also run bcl with mean_cost='running' (bcl-running)")
     parser.add_argument("--smoke", action="store_true",
@@ -359,6 +385,15 @@ def main():
         args.own_session = False  # measures nothing; stays where the caller can stop it
     if args.batch_size < 1 or args.records < RANKS or args.repeats < 1 or args.scale <= 0:
         parser.error("--batch-size, --repeats and --scale must be positive, --records >= 2")
+    names = [n.strip() for n in args.policy.split(",") if n.strip()]
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown:
+        parser.error(f"--policy: unknown {', '.join(unknown)} (expected some of "
+                     f"{', '.join(POLICIES)})")
+    if args.running_mean:
+        names.append("bcl-running")
+    # none first (the reference), then in the order asked, each once.
+    args.policies = list(dict.fromkeys(["none"] + names))
     mp.spawn(worker, args=(args, free_port()), nprocs=RANKS, join=True)
 
 

@@ -1,13 +1,17 @@
-// bcl-torch-train: real training over MPI, to measure what bcl::torch::balanced_sampler buys.
+// bcl-torch-train: real training over MPI, to measure what bcl::torch::balanced_sampler and
+// bcl::torch::distributed_balanced_sampler buy.
 //
-// This example demonstrates bcl::torch::balanced_sampler in a data-parallel libtorch trainer.
+// This example demonstrates bcl::torch::balanced_sampler and
+// bcl::torch::distributed_balanced_sampler in a data-parallel libtorch trainer.
 // Every MPI rank trains a small decoder-only transformer on CPU with real forward, backward and
 // Adam steps, and averages its gradients with the other ranks in one MPI_Allreduce per step, so a
 // step lasts as long as its slowest rank. Each batch holds exactly B sequences of random tokens
 // whose lengths come from a real length distribution (scaled down so a step takes tenths of a
 // second on one core), and every sequence is computed at its own length, without padding.
-// Batches come through torch::data: a DistributedRandomSampler alone (`none`), or wrapped in a
-// balanced_sampler (`tumbling`, `sliding`).
+// Batches come through torch::data: a DistributedRandomSampler alone (`none`), wrapped in a
+// balanced_sampler (`tumbling`, `sliding`), or a distributed_balanced_sampler planning every
+// rank's batches from the cost table every rank holds (`global`; the ranks check once per stream
+// that their plan digests agree).
 //
 // It runs the policies interleaved (blocks of steps in turn, in every repeat the same batches),
 // records every rank's compute time per batch, fits t = a*n + b*sum L + c*sum L^2 to them, and
@@ -27,6 +31,7 @@
 
 #include <bcl/bcl.hpp>
 #include <bcl/torch/balanced_sampler.hpp>
+#include <bcl/torch/distributed_balanced_sampler.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -84,7 +89,7 @@ double thread_cpu_seconds() {
 // ---------------------------------------------------------------------------------------------
 
 struct settings {
-    std::vector<std::string> policies{"none", "tumbling", "sliding"};
+    std::vector<std::string> policies{"none", "tumbling", "sliding", "global"};
     std::size_t steps = 32;    // measured steps per policy in each repeat
     std::size_t repeats = 5;   // passes over the same batches, to show and beat the noise
     std::size_t block = 1;     // steps a policy runs before the next policy's turn
@@ -99,7 +104,8 @@ struct settings {
     std::string lengths = BCL_TORCH_DEFAULT_LENGTHS;
     std::string format = "table";
     std::string fit_clock = "cpu";
-    std::string records; // CSV of every measured batch, if set
+    std::string global_order = "shared"; // the records `global` plans: none's, or its own shuffle
+    std::string records;                 // CSV of every measured batch, if set
     bool calibrate = false;
     std::size_t layers = 2;
     std::size_t d_model = 128;
@@ -122,8 +128,8 @@ void check_settings(const settings& s) {
     need(s.heads >= 1 && s.d_model % s.heads == 0, "--d-model must be a multiple of --heads");
     need(s.layers >= 1 && s.vocab >= 2, "--layers must be >= 1 and --vocab >= 2");
     for (const std::string& p : s.policies)
-        need(p == "none" || p == "tumbling" || p == "sliding",
-             "--policy: '" + p + "' is not none, tumbling or sliding");
+        need(p == "none" || p == "tumbling" || p == "sliding" || p == "global",
+             "--policy: '" + p + "' is not none, tumbling, sliding or global");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,13 +170,16 @@ std::uint64_t mix(std::uint64_t x) noexcept { // splitmix64's finalizer
     return x ^ (x >> 31U);
 }
 
-/// Item i: lengths[i] random token ids (the same ones every time it is drawn).
+/// Item i: lengths[i] random token ids (the same ones every time it is drawn). With a `map`,
+/// item i is item map[i] of the length file.
 class token_dataset : public torch::data::datasets::Dataset<token_dataset, torch::Tensor> {
 public:
-    token_dataset(const std::vector<std::size_t>* lengths, std::size_t vocab, std::uint64_t seed)
-        : m_lengths(lengths), m_vocab(vocab), m_seed(seed) {}
+    token_dataset(const std::vector<std::size_t>* lengths, std::size_t vocab, std::uint64_t seed,
+                  std::shared_ptr<const std::vector<std::size_t>> map = nullptr)
+        : m_lengths(lengths), m_vocab(vocab), m_seed(seed), m_map(std::move(map)) {}
 
-    torch::Tensor get(std::size_t index) override {
+    torch::Tensor get(std::size_t item) override {
+        const std::size_t index = m_map ? (*m_map)[item] : item;
         const std::size_t length = (*m_lengths)[index];
         torch::Tensor tokens = torch::empty({static_cast<std::int64_t>(length)}, torch::kInt64);
         auto* out = tokens.data_ptr<std::int64_t>();
@@ -181,12 +190,15 @@ public:
         }
         return tokens;
     }
-    [[nodiscard]] torch::optional<std::size_t> size() const override { return m_lengths->size(); }
+    [[nodiscard]] torch::optional<std::size_t> size() const override {
+        return m_map ? m_map->size() : m_lengths->size();
+    }
 
 private:
     const std::vector<std::size_t>* m_lengths;
     std::size_t m_vocab;
     std::uint64_t m_seed;
+    std::shared_ptr<const std::vector<std::size_t>> m_map;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -364,6 +376,19 @@ struct length_of {
 };
 using cost_type = bcl::affine_quadratic_cost<length_of>;
 
+/// Throws unless every rank planned the epoch of `sampler` alike: one all-reduce of the digest's
+/// min and max. A copy plans it (sharing the cost table), so that `sampler` still plans its epoch
+/// in its first next(), where the sampler's time is measured.
+void check_plans_agree(const bcl::torch::distributed_balanced_sampler& sampler) {
+    bcl::torch::distributed_balanced_sampler probe = sampler;
+    const std::uint64_t digest = probe.digest();
+    std::array<std::uint64_t, 2> range{digest, ~digest}; // max of both: the min and the max
+    MPI_Allreduce(MPI_IN_PLACE, range.data(), 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (range[0] != digest || ~range[1] != digest)
+        throw std::runtime_error("the ranks' global plans differ (plan digests disagree): their "
+                                 "batches would train records twice or never");
+}
+
 std::unique_ptr<batch_stream> make_stream(const std::string& policy, const settings& s,
                                           const std::vector<std::size_t>& lengths, int rank,
                                           int ranks) {
@@ -374,6 +399,52 @@ std::unique_ptr<batch_stream> make_stream(const std::string& policy, const setti
     inner.reset();
     if (policy == "none")
         return std::make_unique<loader_stream<index_sampler>>(dataset, std::move(inner), s.batch);
+    if (policy == "global") {
+        // With --global-order shared, the sampler plans the records `none` trains on, window by
+        // window: the dataset's item p is the length file's map[p], where each window of R*K*B
+        // items holds the K*B records each rank's DistributedRandomSampler hands out in those K
+        // steps, and the sampler's own shuffle is off. Every policy then trains on the same
+        // records in the same windows of K steps (as tumbling's), and the comparison measures
+        // the balancing alone. With --global-order own, it plans its own shuffle of the whole
+        // file, as a trainer would run it: other records than the other policies' in the
+        // measured steps, whose mean cost differs by chance.
+        const bool shared = s.global_order == "shared";
+        const auto r_count = static_cast<std::size_t>(ranks);
+        auto map = std::make_shared<std::vector<std::size_t>>();
+        if (shared) {
+            std::vector<std::vector<std::size_t>> shares(r_count);
+            for (std::size_t r = 0; r < r_count; ++r) {
+                index_sampler share(lengths.size(), r_count, r);
+                share.set_epoch(static_cast<std::size_t>(s.seed));
+                share.reset();
+                while (auto more = share.next(4096))
+                    shares[r].insert(shares[r].end(), more->begin(), more->end());
+            }
+            const std::size_t per_window = s.lookahead * s.batch;
+            for (std::size_t first = 0; first < shares[0].size(); first += per_window)
+                for (const std::vector<std::size_t>& mine : shares)
+                    map->insert(map->end(), mine.begin() + std::ptrdiff_t(first),
+                                mine.begin() +
+                                    std::ptrdiff_t(std::min(first + per_window, mine.size())));
+        } else {
+            map->resize(lengths.size());
+            std::iota(map->begin(), map->end(), std::size_t{0});
+        }
+        // The cost table, every rank's whole: the same L + c*L^2 as the balancer's estimate.
+        std::vector<double> costs(map->size());
+        for (std::size_t i = 0; i < map->size(); ++i) {
+            const auto l = static_cast<double>(lengths[(*map)[i]]);
+            costs[i] = l + s.cost_c * l * l;
+        }
+        bcl::torch::distributed_balanced_sampler sampler(
+            std::move(costs), s.batch, r_count, static_cast<std::size_t>(rank),
+            /*shuffle=*/!shared, s.seed, /*drop_last=*/false, s.lookahead);
+        sampler.set_epoch(static_cast<std::size_t>(s.seed)); // the same epoch in every repeat
+        sampler.reset();
+        check_plans_agree(sampler);
+        return std::make_unique<loader_stream<bcl::torch::distributed_balanced_sampler>>(
+            token_dataset(&lengths, s.vocab, s.seed, std::move(map)), std::move(sampler), s.batch);
+    }
     // bcl's estimate of an index's cost: L + c*L^2 of its token count (the a*n term is the same
     // for every batch of B sequences).
     const cost_type cost = bcl::affine_quadratic(0.0, 1.0, s.cost_c, length_of{&lengths});
@@ -563,6 +634,9 @@ struct policy_report {
     double measured_speedup_least = 0; // from step_seconds_least
     double predicted_step_seconds = 0;
     double predicted_speedup = 0;
+    double predicted_efficiency = 0; // fitted: mean rank's step cost over the slowest rank's
+    double predicted_rank_cost = 0;  // fitted: mean cost of a (step, rank)
+    double relative_work = 0;        // predicted_rank_cost over none's: the work trained
     double sampler_seconds_share = 0;
     double compute_seconds = 0; // mean per (step, rank)
 };
@@ -721,7 +795,10 @@ run_result run(const settings& s, const std::vector<std::size_t>& lengths, int r
                     result.fit(r.n, r.sum_l, r.sum_l2);
             }
         rep.compute_seconds = computed > 0 ? compute / static_cast<double>(computed) : 0.0;
-        rep.predicted_step_seconds = bcl_sim::compute_metrics(fitted, r_count).mean_step_time;
+        const bcl_sim::step_metrics m = bcl_sim::compute_metrics(fitted, r_count);
+        rep.predicted_step_seconds = m.mean_step_time;
+        rep.predicted_efficiency = m.efficiency;
+        rep.predicted_rank_cost = m.mean_rank_cost;
         result.policies.push_back(std::move(rep));
     }
     const auto none = std::find_if(result.policies.begin(), result.policies.end(),
@@ -730,6 +807,7 @@ run_result run(const settings& s, const std::vector<std::size_t>& lengths, int r
         rep.measured_speedup = none->step_seconds / rep.step_seconds;
         rep.measured_speedup_least = none->step_seconds_least / rep.step_seconds_least;
         rep.predicted_speedup = none->predicted_step_seconds / rep.predicted_step_seconds;
+        rep.relative_work = rep.predicted_rank_cost / none->predicted_rank_cost;
     }
     return result;
 }
@@ -741,9 +819,12 @@ run_result run(const settings& s, const std::vector<std::size_t>& lengths, int r
 void print_table(const settings& s, const run_result& r) {
     fmt::print("bcl-torch-train: {} ranks, B={}, K={}, {} steps x {} repeats per policy "
                "(blocks of {}, interleaved), lengths x{} (mean {:.0f}, max {} tokens), "
-               "cost c={:.3g}\n",
+               "cost c={:.3g}{}\n",
                r.ranks, s.batch, s.lookahead, s.steps, s.repeats, s.block, s.length_scale,
-               r.mean_length, r.max_length, s.cost_c);
+               r.mean_length, r.max_length, s.cost_c,
+               std::find(s.policies.begin(), s.policies.end(), "global") == s.policies.end()
+                   ? std::string()
+                   : ", global order " + s.global_order);
     fmt::print("model: decoder-only transformer, {} layers, d_model {}, {} heads, vocab {}, "
                "Adam, one sequence at a time (no padding)\n",
                s.layers, s.d_model, s.heads, s.vocab);
@@ -754,26 +835,29 @@ void print_table(const settings& s, const run_result& r) {
                    clock, f.batches, f.a, f.b, f.c, f.b / f.c, f.r2, f.r2_single,
                    clock == s.fit_clock ? ", predicts" : "");
     fmt::print("\n");
-    fmt::print("{:<9} {:>8} {:>8} {:>{}} {:>7} {:>8} {:>8} {:>9} {:>7} {:>8}\n", "policy",
-               "compute", "step s", "per repeat", 7 * s.repeats, "spread", "least sp", "measured",
-               "predicted", "diff", "sampler");
+    fmt::print("{:<9} {:>8} {:>8} {:>{}} {:>7} {:>8} {:>8} {:>9} {:>7} {:>6} {:>6} {:>8}\n",
+               "policy", "compute", "step s", "per repeat", 7 * s.repeats, "spread", "least sp",
+               "measured", "predicted", "diff", "eff", "work", "sampler");
     for (const policy_report& p : r.policies) {
         std::string repeats;
         for (const double x : p.step_seconds_per_repeat)
             repeats += fmt::format("{}{:.4f}", repeats.empty() ? "" : " ", x);
         fmt::print("{:<9} {:>8.4f} {:>8.4f} {:>{}} {:>6.1f}% {:>8.3f} {:>8.3f} {:>9.3f} {:>6.1f}% "
-                   "{:>7.3f}%\n",
+                   "{:>6.3f} {:>6.3f} {:>7.3f}%\n",
                    p.policy, p.compute_seconds, p.step_seconds, repeats, 7 * s.repeats,
                    100.0 * p.spread, p.measured_speedup_least, p.measured_speedup,
                    p.predicted_speedup, 100.0 * (p.measured_speedup / p.predicted_speedup - 1.0),
-                   100.0 * p.sampler_seconds_share);
+                   p.predicted_efficiency, p.relative_work, 100.0 * p.sampler_seconds_share);
     }
     fmt::print("\ncompute: mean seconds per (step, rank); step s: wall clock per step (slowest "
                "rank), mean over the steps and repeats; per repeat: the mean step of each repeat "
                "(the repeats train on the same batches), and spread: their (max - min) / mean, "
                "the noise of this machine; least sp: speedup against none from each step's least "
                "time over the repeats; measured / predicted: speedup against none from step s / "
-               "from the fitted model; diff: measured / predicted - 1; sampler: share of the "
+               "from the fitted model; diff: measured / predicted - 1; eff: the fitted model's "
+               "mean rank's step cost over the slowest rank's; work: the fitted cost trained in "
+               "the measured steps, against none's (a sliding buffer ends the steps holding "
+               "records none has trained); sampler: share of the "
                "step spent in the sampler's next()\n");
 }
 
@@ -800,6 +884,8 @@ void print_json(const settings& s, const run_result& r) {
                             {"measured_speedup_least", p.measured_speedup_least},
                             {"predicted_step_seconds", p.predicted_step_seconds},
                             {"predicted_speedup", p.predicted_speedup},
+                            {"predicted_efficiency", p.predicted_efficiency},
+                            {"relative_work", p.relative_work},
                             {"sampler_seconds_share", p.sampler_seconds_share}});
     const nlohmann::json out = {{"config",
                                  {{"ranks", r.ranks},
@@ -809,6 +895,7 @@ void print_json(const settings& s, const run_result& r) {
                                   {"repeats", s.repeats},
                                   {"block", s.block},
                                   {"seed", s.seed},
+                                  {"global_order", s.global_order},
                                   {"length_scale", s.length_scale},
                                   {"mean_length", r.mean_length},
                                   {"max_length", r.max_length},
@@ -898,7 +985,9 @@ void calibrate(const settings& s, const std::vector<std::size_t>& lengths, int r
 int main_on_rank(int argc, char** argv, int rank, int ranks) {
     settings s;
     CLI::App app{"bcl-torch-train: real training over MPI ranks, batches balanced by "
-                 "bcl::torch::balanced_sampler; measured against the fitted cost model"};
+                 "bcl::torch::balanced_sampler (tumbling, sliding) or planned by "
+                 "bcl::torch::distributed_balanced_sampler (global); measured against the fitted "
+                 "cost model"};
     app.add_option("--policy", s.policies, "Policies to run (none is always run: the reference)")
         ->delimiter(',')
         ->capture_default_str();
@@ -926,6 +1015,12 @@ int main_on_rank(int argc, char** argv, int rank, int ranks) {
     app.add_option("--fit-clock", s.fit_clock,
                    "Compute time the cost model is fitted to: cpu (the thread's CPU time) or wall")
         ->check(CLI::IsMember({"cpu", "wall"}))
+        ->capture_default_str();
+    app.add_option("--global-order", s.global_order,
+                   "The records the global policy plans: shared (those none trains on, in the "
+                   "same windows of K steps, its own shuffle off) or own (its own shuffle of the "
+                   "whole file)")
+        ->check(CLI::IsMember({"shared", "own"}))
         ->capture_default_str();
     app.add_flag("--calibrate", s.calibrate,
                  "Instead of training: time steps of B sequences of one length, over 12 lengths "

@@ -1,6 +1,6 @@
 # Runs bcl-torch-train on 2 MPI ranks for a few steps of every policy at a tiny length scale and
-# checks its JSON: the fit, and for each of none, tumbling and sliding the fields docs/torch.md
-# describes, with positive step times and none's measured speedup exactly 1.
+# checks its JSON: the fit, and for each of none, tumbling, sliding and global the fields
+# docs/torch.md describes, with positive step times and none's measured speedup exactly 1.
 #
 #   cmake -DMPIEXEC=mpirun -DPROGRAM=build/bin/bcl-torch-train -P smoke_test.cmake
 cmake_minimum_required(VERSION 3.23)
@@ -18,7 +18,7 @@ if(_version MATCHES "Open MPI|OpenRTE")
 endif()
 
 execute_process(
-    COMMAND ${_launcher} -np 2 ${PROGRAM} --policy none,tumbling,sliding --steps 8 --block 4
+    COMMAND ${_launcher} -np 2 ${PROGRAM} --policy none,tumbling,sliding,global --steps 8 --block 4
             --repeats 2 --warmup 1 --length-scale 0.01 --format json
     OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc TIMEOUT 110)
 if(NOT _rc EQUAL 0)
@@ -36,10 +36,10 @@ foreach(_key a b c r2)
     endif()
 endforeach()
 string(JSON _n ERROR_VARIABLE _e LENGTH "${_out}" policies)
-if(_e OR NOT _n EQUAL 3)
-    message(FATAL_ERROR "policies does not list 3 policies (${_e}):\n${_out}")
+if(_e OR NOT _n EQUAL 4)
+    message(FATAL_ERROR "policies does not list 4 policies (${_e}):\n${_out}")
 endif()
-set(_expected none tumbling sliding)
+set(_expected none tumbling sliding global)
 math(EXPR _last "${_n} - 1")
 foreach(_i RANGE ${_last})
     list(GET _expected ${_i} _want)

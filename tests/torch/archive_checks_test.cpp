@@ -449,3 +449,69 @@ TEST_CASE("torch archive checks: an inner sampler that cannot be copied is loade
     parts.set("bcl_pending", pending);
     require_refused(make, parts.bytes(true), {"bcl_pending"});
 }
+
+TEST_CASE("torch archive checks: an archive of an epoch whose balancer carried on from a drained "
+          "one resumes exactly, with what it learned, and is refused as any other",
+          "[torch][resume][carry]") {
+    const double mean_cost = GENERATE(0.0, 1500.0);
+    const bool reseal = GENERATE(false, true);
+    CAPTURE(mean_cost, reseal);
+    matrix_setup m;
+    m.opt = {.batch_size = 16, .lookahead = 4, .mean_cost = mean_cost};
+    m.opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.9, .warmup = 200};
+    const auto make = [&] { return m.make(); };
+    // Epoch 0 drained, then 9 batches of epoch 1, whose balancer carried on from epoch 0's.
+    const saved_point genuine = save_after(m.make(), 9, /*epochs=*/1);
+    archive_parts parts = archive_parts::of(genuine.bytes);
+
+    SECTION("the genuine archive resumes exactly, and the epoch after it carries on too") {
+        auto uninterrupted = make();
+        drain(uninterrupted, 16);
+        uninterrupted.reset();
+        REQUIRE(drain(uninterrupted, 16).size() == genuine.handed.size() + genuine.rest.size());
+        uninterrupted.reset();
+        auto restored = make();
+        move_elsewhere(restored);
+        load_bytes(restored, parts.bytes(reseal));
+        REQUIRE(drain(restored, 16) == genuine.rest);
+        restored.reset();
+        REQUIRE(drain(restored, 16) == drain(uninterrupted, 16));
+    }
+    SECTION("a sampler with other options refuses it, by the option's name") {
+        const std::string option = GENERATE("lookahead", "mean_cost", "cap");
+        matrix_setup other = m;
+        if (option == "lookahead") other.opt.lookahead = 8;
+        if (option == "mean_cost") other.opt.mean_cost = mean_cost > 0.0 ? 0.0 : 1500.0;
+        if (option == "cap") other.opt.cap.quantile = 0.95;
+        require_refused([&] { return other.make(); }, parts.bytes(reseal),
+                        {option == "mean_cost" ? "options::mean_cost" : option});
+    }
+    SECTION("a pending index altered") {
+        int64s pending = parts.ints("bcl_pending");
+        pending[1] = pending[0];
+        parts.set("bcl_pending", pending);
+        require_refused(make, parts.bytes(reseal), {"bcl_pending", "pending index 1"});
+    }
+    SECTION("a new balancer's state at the same point spliced in: as consistent with the epoch "
+            "as the genuine one, so only the digest tells them apart") {
+        // The same epoch, started without a drained epoch before it: a new balancer, which has
+        // handed out other batches from the same indices pushed.
+        auto renewed = m.make();
+        renewed.set_epoch(1);
+        seeded_reset(renewed);
+        for (int k = 0; k < 9; ++k) REQUIRE(renewed.next(16).has_value());
+        const archive_parts fresh = archive_parts::of(saved_bytes(renewed));
+        REQUIRE(fresh.fields.at("bcl_pushed").equal(parts.fields.at("bcl_pushed")));
+        parts.fields["bcl_balancer_state"] = fresh.fields.at("bcl_balancer_state");
+        parts.fields["bcl_pending"] = fresh.fields.at("bcl_pending");
+        if (!reseal) {
+            require_refused(make, parts.bytes(false), {"bcl_digest"});
+        } else { // it loads, and goes on as the new balancer does
+            auto restored = make();
+            load_bytes(restored, parts.bytes(true));
+            const std::vector<index_batch> rest = drain(restored, 16);
+            REQUIRE(rest == drain(renewed, 16));
+            REQUIRE(rest != genuine.rest);
+        }
+    }
+}

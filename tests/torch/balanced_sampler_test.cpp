@@ -20,6 +20,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -29,17 +30,6 @@
 namespace {
 
 using namespace sampler_support;
-
-// A dataset whose examples are their own indices, so a loader's batches are the sampler's.
-class index_dataset : public torch::data::datasets::Dataset<index_dataset, std::size_t> {
-public:
-    explicit index_dataset(std::size_t n) : m_n(n) {}
-    std::size_t get(std::size_t index) override { return index; }
-    [[nodiscard]] torch::optional<std::size_t> size() const override { return m_n; }
-
-private:
-    std::size_t m_n;
-};
 
 index_batch iota(std::size_t n) {
     index_batch all(n);
@@ -67,12 +57,10 @@ index_batch inner_order(std::size_t n, std::size_t ranks, std::size_t rank, std:
     return all;
 }
 
-// The batches one bcl::balancer with `opt` makes of `indices`, pushed in this order: what the
-// sampler must hand out of an epoch it runs through a balancer with these options.
-template <class Cost>
-std::vector<index_batch> direct_batches(const index_batch& indices, const Cost& cost,
-                                        const bcl::options& opt) {
-    bcl::balancer<std::size_t, Cost> b(cost, opt);
+// The batches balancer `b` makes of `indices`, pushed in this order, then finished and drained:
+// what the sampler must hand out of an epoch it runs through that balancer.
+template <class Balancer>
+std::vector<index_batch> feed(Balancer& b, const index_batch& indices) {
     std::vector<index_batch> out;
     const auto take = [&] {
         while (const auto batch = b.pop()) out.emplace_back(batch->begin(), batch->end());
@@ -84,6 +72,14 @@ std::vector<index_batch> direct_batches(const index_batch& indices, const Cost& 
     b.finish();
     take();
     return out;
+}
+
+// The batches one new bcl::balancer with `opt` makes of `indices`, pushed in this order.
+template <class Cost>
+std::vector<index_batch> direct_batches(const index_batch& indices, const Cost& cost,
+                                        const bcl::options& opt) {
+    bcl::balancer<std::size_t, Cost> b(cost, opt);
+    return feed(b, indices);
 }
 
 std::vector<double> costs_of(const index_batch& indices, const length_cost_type& cost) {
@@ -201,8 +197,8 @@ void train(Dataset dataset, const std::vector<std::size_t>& lengths, std::size_t
     bcl::torch::balanced_sampler sampler(
         torch::data::samplers::DistributedRandomSampler(lengths.size(), world_size, rank), cost,
         bcl::options{.batch_size = 16, .lookahead = 8});
-    auto loader = torch::data::make_data_loader(std::move(dataset), std::move(sampler),
-                                                torch::data::DataLoaderOptions().batch_size(16));
+    // The loader asks for the sampler's batch size.
+    auto loader = bcl::torch::make_data_loader(std::move(dataset), std::move(sampler));
     for (std::size_t epoch = 0; epoch < epochs; ++epoch) // each begin() starts the next epoch
         for (auto& batch : *loader) train_step(batch);   // 16 examples, the epoch's last the rest
 }
@@ -521,7 +517,8 @@ TEST_CASE("torch: load() refuses an archive saved under other options, or by ano
     REQUIRE_THROWS(other.load(*archive(plain_bytes.str())));
 }
 
-TEST_CASE("torch: a batch size other than the sampler's is an error naming both",
+TEST_CASE("torch: the batch size is given once, to the sampler: bcl::torch::make_data_loader "
+          "takes it, and a loader asking for another size is an error naming both",
           "[torch][errors]") {
     constexpr std::size_t n = 100;
     const std::vector<std::size_t> lengths = make_lengths(n);
@@ -543,6 +540,22 @@ TEST_CASE("torch: a batch size other than the sampler's is an error naming both"
     };
     REQUIRE_THROWS_WITH(iterate(),
                         Contains("a batch of 32 indices") && Contains("batch_size is 16"));
+
+    // bcl::torch::make_data_loader takes the sampler's batch size, and refuses options that ask
+    // for another before a loader exists.
+    auto given_once = bcl::torch::make_data_loader(
+        index_dataset(n),
+        bcl::torch::balanced_sampler(SequentialSampler(n), length_cost(lengths), opt));
+    std::vector<index_batch> batches;
+    for (index_batch& x : *given_once) batches.push_back(std::move(x));
+    REQUIRE(batches.size() == 7);
+    REQUIRE(sorted_concat(batches) == iota(n));
+    REQUIRE_THROWS_WITH(
+        bcl::torch::make_data_loader(
+            index_dataset(n),
+            bcl::torch::balanced_sampler(SequentialSampler(n), length_cost(lengths), opt),
+            torch::data::DataLoaderOptions(32).workers(0)),
+        Contains("batches of 32 indices") && Contains("batch size is 16"));
 }
 
 TEST_CASE("torch: a bad cost is an error naming the dataset index, and the index is kept",
@@ -606,7 +619,7 @@ TEST_CASE("torch: the snippet of docs/torch.md trains every rank on exact batche
 }
 
 TEST_CASE("torch: with mean_cost 0 every epoch's balancer aims at the epoch's own mean cost, "
-          "under the cap, not at its running mean",
+          "under the cap, not at its running mean; drained epochs carry the balancer on",
           "[torch][mean_cost]") {
     const std::string policy = GENERATE("sliding", "tumbling");
     const std::string cap = GENERATE("none", "fixed", "quantile");
@@ -619,6 +632,9 @@ TEST_CASE("torch: with mean_cost 0 every epoch's balancer aims at the epoch's ow
     if (cap == "fixed") opt.cap = {.kind = bcl::cap_kind::fixed, .value = 1200.0};
     if (cap == "quantile") opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.95};
     bcl::torch::balanced_sampler sampler(DistributedRandomSampler(n, 2, 1), cost, opt);
+    // One balancer over the epochs, each drained and followed by next_epoch() at the next
+    // epoch's mean: what the sampler must run.
+    std::optional<bcl::balancer<std::size_t, length_cost_type>> carried;
     for (std::size_t epoch = 0; epoch < 3; ++epoch) {
         CAPTURE(epoch);
         if (epoch > 0) sampler.reset();
@@ -641,14 +657,74 @@ TEST_CASE("torch: with mean_cost 0 every epoch's balancer aims at the epoch's ow
 
         const std::vector<index_batch> batches = drain(sampler, b);
         REQUIRE(sampler.mean_cost() == Approx(expected).epsilon(1e-12));
-        // The epoch's batches are those of one balancer at that level over the epoch's indices.
+        // The epoch's batches are those of the balancer carried over the epochs, at that level.
         const bcl::options at_mean = at_epoch_mean(opt, order, cost);
         REQUIRE(sampler.mean_cost() == at_mean.mean_cost);
-        REQUIRE(batches == direct_batches(order, cost, at_mean));
+        if (carried)
+            carried->next_epoch(at_mean.mean_cost);
+        else
+            carried.emplace(cost, at_mean);
+        REQUIRE(batches == feed(*carried, order));
         // Sliding aims at the level: its running mean over these heavy-tailed costs gives other
         // batches, so the comparison above tells the two apart.
         if (policy == "sliding") REQUIRE(batches != direct_batches(order, cost, opt));
     }
+}
+
+TEST_CASE("torch: a drained epoch carries its balancer into the next, what it learned kept; an "
+          "epoch left partway starts a new one",
+          "[torch][carry]") {
+    const std::string policy = GENERATE("sliding", "tumbling");
+    const double mean_cost = GENERATE(0.0, 1500.0); // the epoch's own mean, or a fixed one
+    CAPTURE(policy, mean_cost);
+    constexpr std::size_t n = 2 * 420; // rank 1 of 2: 420 indices, 26 batches of 16 and one of 4
+    constexpr std::size_t b = 16;
+    const std::vector<std::size_t> lengths = make_lengths(n);
+    const auto cost = length_cost(lengths);
+    // A quantile cap that a new balancer applies only after 200 indices: one carried on applies
+    // it at once, so its batches tell the two apart.
+    bcl::options opt{
+        .batch_size = b, .lookahead = 4, .policy = policy_named(policy), .mean_cost = mean_cost};
+    opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.9, .warmup = 200};
+    const auto level = [&](const index_batch& order) {
+        return mean_cost > 0.0 ? mean_cost : at_epoch_mean(opt, order, cost).mean_cost;
+    };
+    const auto at = [&](const index_batch& order) {
+        bcl::options o = opt;
+        o.mean_cost = level(order);
+        return o;
+    };
+    bcl::torch::balanced_sampler sampler(DistributedRandomSampler(n, 2, 1), cost, opt);
+    std::vector<index_batch> order;
+    for (std::size_t e = 0; e < 5; ++e) order.push_back(inner_order(n, 2, 1, e));
+
+    // The reference: one balancer that saw epochs 0, 1 and 2 whole, with next_epoch() between.
+    bcl::balancer<std::size_t, length_cost_type> carried(cost, at(order[0]));
+    const std::vector<index_batch> epoch0 = feed(carried, order[0]);
+    carried.next_epoch(level(order[1]));
+    const std::vector<index_batch> epoch1 = feed(carried, order[1]);
+    carried.next_epoch(level(order[2]));
+    const std::vector<index_batch> epoch2 = feed(carried, order[2]);
+    carried.next_epoch(level(order[3]));
+    const std::vector<index_batch> epoch3 = feed(carried, order[3]);
+
+    // Epoch 0 drained through to the end (next() returns nothing), as a data loader does.
+    REQUIRE(drain(sampler, b) == epoch0);
+    sampler.reset();
+    const std::vector<index_batch> got1 = drain(sampler, b);
+    REQUIRE(got1 == epoch1);
+    // A new balancer would balance epoch 1 otherwise (the cap still warming up).
+    REQUIRE(got1 != direct_batches(order[1], cost, at(order[1])));
+    // Epoch 2: its 27 batches taken, and no next() after them: all of it was handed out, so it
+    // carries on just the same.
+    sampler.reset();
+    for (const index_batch& expected : epoch2) REQUIRE(sampler.next(b) == expected);
+    sampler.reset();
+    // Epoch 3 left partway: 5 batches, then the next epoch starts a new balancer.
+    for (std::size_t k = 0; k < 5; ++k) REQUIRE(sampler.next(b) == epoch3[k]);
+    sampler.reset();
+    REQUIRE(sampler.epoch() == 4);
+    REQUIRE(drain(sampler, b) == direct_batches(order[4], cost, at(order[4])));
 }
 
 TEST_CASE("torch: a fixed mean_cost is every epoch's level, and the indices are drawn in bulk as "
@@ -670,11 +746,13 @@ TEST_CASE("torch: a fixed mean_cost is every epoch's level, and the indices are 
     REQUIRE(sampler.inner().asked == std::vector<std::size_t>{1024});
     for (index_batch& x : drain(sampler, b)) batches.push_back(std::move(x));
     REQUIRE(sampler.mean_cost() == 1500.0);
-    REQUIRE(batches == direct_batches(iota(n), cost, opt));
+    bcl::balancer<std::size_t, length_cost_type> carried(cost, opt);
+    REQUIRE(batches == feed(carried, iota(n)));
     REQUIRE(batches != direct_batches(iota(n), cost, at_mean));
     sampler.reset(); // a SequentialSampler hands out the same indices every epoch
     REQUIRE(sampler.mean_cost() == 1500.0);
-    REQUIRE(drain(sampler, b) == batches);
+    carried.next_epoch(); // the epoch was drained: its balancer carries on, at the same level
+    REQUIRE(drain(sampler, b) == feed(carried, iota(n)));
 
     bcl::options epoch_mean = opt;
     epoch_mean.mean_cost = 0.0;
@@ -794,10 +872,15 @@ TEST_CASE("torch: an archive of format 1 or 2, written by an earlier bcl, is ref
     REQUIRE(restored.mean_cost() == twin.mean_cost());
     REQUIRE(drain(restored, b) == drain(twin, b));
 
-    // What the message asks for: the epoch it was saved in, started over, at its own mean.
+    // What the message asks for: the epoch it was saved in, started over, at its own mean (by
+    // the balancer of the epoch 0 it drained above, carried on).
     restored.set_epoch(0);
     restored.reset();
-    REQUIRE(drain(restored, b) == direct_batches(order0, cost, at_epoch_mean(opt, order0, cost)));
+    const bcl::options at_mean0 = at_epoch_mean(opt, order0, cost);
+    bcl::balancer<std::size_t, length_cost_type> carried(cost, at_mean0);
+    (void)feed(carried, order0); // the epoch 0 it drained
+    carried.next_epoch(at_mean0.mean_cost);
+    REQUIRE(drain(restored, b) == feed(carried, order0));
 }
 
 TEST_CASE("torch: an empty epoch hands out no batch", "[torch][mean_cost]") {

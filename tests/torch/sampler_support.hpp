@@ -81,20 +81,24 @@ std::string saved_bytes(const Sampler& sampler) {
 }
 
 // An archive taken apart into its tensors, to alter and put back together: the top level's (the
-// bcl_ fields) and the nested inner sampler's.
+// bcl_ fields) and the nested inner sampler's (a balanced_sampler's; a
+// distributed_balanced_sampler's archive has none: `nested` false).
 struct archive_parts {
     std::map<std::string, torch::Tensor> fields;
     std::map<std::string, torch::Tensor> inner;
+    bool nested = true;
 
-    static archive_parts of(const std::string& bytes) {
+    static archive_parts of(const std::string& bytes, bool nested = true) {
         torch::serialize::InputArchive in;
         std::istringstream stream(bytes);
         in.load_from(stream);
         archive_parts parts;
+        parts.nested = nested;
         read_tensors(in, parts.fields);
-        torch::serialize::InputArchive nested;
-        REQUIRE(in.try_read("inner", nested));
-        read_tensors(nested, parts.inner);
+        if (!nested) return parts;
+        torch::serialize::InputArchive inner_archive;
+        REQUIRE(in.try_read("inner", inner_archive));
+        read_tensors(inner_archive, parts.inner);
         return parts;
     }
 
@@ -109,9 +113,11 @@ struct archive_parts {
             out_fields["bcl_digest"] = tensor({std::bit_cast<std::int64_t>(digest.value())});
         }
         torch::serialize::OutputArchive out;
-        torch::serialize::OutputArchive nested(out.compilation_unit());
-        for (const auto& [key, t] : inner) nested.write(key, t, /*is_buffer=*/true);
-        out.write("inner", nested);
+        if (nested) {
+            torch::serialize::OutputArchive inner_archive(out.compilation_unit());
+            for (const auto& [key, t] : inner) inner_archive.write(key, t, /*is_buffer=*/true);
+            out.write("inner", inner_archive);
+        }
         for (const auto& [key, t] : out_fields) out.write(key, t, /*is_buffer=*/true);
         return archive_bytes(out);
     }
@@ -202,16 +208,16 @@ bool same_course(Sampler& a, Sampler& b) {
     return drain(a, size) == drain(b, size);
 }
 
-// Loads `bytes` into a sampler made by `make` and moved elsewhere, and requires a bcl::error
-// whose message has each of `names`; then that the sampler is on the course of a twin that
-// never saw the archive.
-template <class Make>
-void require_refused(const Make& make, const std::string& bytes,
-                     const std::vector<std::string>& names) {
+// Loads `bytes` into a sampler made by `make` and moved elsewhere by `move`, and requires a
+// bcl::error whose message has each of `names`; then that the sampler is on the course of a twin
+// that never saw the archive, as `same` compares them.
+template <class Make, class Move, class Same>
+void require_refused_by(const Make& make, const std::string& bytes,
+                        const std::vector<std::string>& names, const Move& move, const Same& same) {
     auto target = make();
     auto twin = make();
-    move_elsewhere(target);
-    move_elsewhere(twin);
+    move(target);
+    move(twin);
     bool refused = false;
     try {
         load_bytes(target, bytes);
@@ -222,8 +228,28 @@ void require_refused(const Make& make, const std::string& bytes,
         for (const std::string& name : names) CHECK_THAT(what, Contains(name));
     }
     REQUIRE(refused);
-    REQUIRE(same_course(target, twin));
+    REQUIRE(same(target, twin));
 }
+
+// require_refused_by for the rank-local sampler.
+template <class Make>
+void require_refused(const Make& make, const std::string& bytes,
+                     const std::vector<std::string>& names) {
+    require_refused_by(
+        make, bytes, names, [](auto& s) { move_elsewhere(s); },
+        [](auto& a, auto& b) { return same_course(a, b); });
+}
+
+// A dataset whose examples are their own indices, so a loader's batches are the sampler's.
+class index_dataset : public torch::data::datasets::Dataset<index_dataset, std::size_t> {
+public:
+    explicit index_dataset(std::size_t n) : m_n(n) {}
+    std::size_t get(std::size_t index) override { return index; }
+    [[nodiscard]] torch::optional<std::size_t> size() const override { return m_n; }
+
+private:
+    std::size_t m_n;
+};
 
 inline bcl::lookahead_policy policy_named(const std::string& name) {
     return name == "tumbling" ? bcl::lookahead_policy::tumbling : bcl::lookahead_policy::sliding;

@@ -13,6 +13,7 @@
 #include <bcl/options.hpp>
 #include <bcl/statistics.hpp>
 #include <bcl/stream_mean_cost.hpp>
+#include <bcl/torch/data_loader.hpp>
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/inner_sampler.hpp>
 #include <bcl/torch/detail/sampler_archive.hpp>
@@ -69,13 +70,16 @@ concept epoch_sampler = index_sampler<S> && requires(S& s, const S& cs, std::siz
 /// ranks whose inner samplers hand out equally many indices (a distributed sampler's shares)
 /// step equally often; every index the inner sampler hands out comes out exactly once.
 ///
+/// The batch size is options::batch_size, given once: bcl::torch::make_data_loader makes a
+/// torch::data loader that asks for batches of that size (a loader that asks for another size
+/// gets a bcl::error at its first batch).
+///
 /// Mean cost: a sliding round aims its batches at options::mean_cost, the long-run mean cost of
 /// an index (costliest-first emission also measures heavy batches against it). A balancer left
-/// at the default 0 estimates that mean from what it has seen, and a sampler starts a new
-/// balancer every epoch, so every epoch would start that estimate afresh, with ranks' estimates
-/// far apart early. With options::mean_cost 0 (the default) the sampler therefore gives each
-/// epoch's balancer the epoch's own mean: the epoch's first next() draws all of its indices from
-/// the inner sampler, estimates each, and passes bcl::stream_mean_cost of those costs under
+/// at the default 0 estimates that mean from what it has seen, which early in an epoch is far
+/// apart from rank to rank. With options::mean_cost 0 (the default) the sampler therefore gives
+/// each epoch's balancer the epoch's own mean: the epoch's first next() draws all of its indices
+/// from the inner sampler, estimates each, and passes bcl::stream_mean_cost of those costs under
 /// options::cap as the balancer's mean_cost (mean_cost() reads it). A fixed options::mean_cost
 /// (> 0) is used as is, and the indices are drawn in bulk as the balancer needs them.
 /// docs/torch.md gives the measured gain.
@@ -83,7 +87,11 @@ concept epoch_sampler = index_sampler<S> && requires(S& s, const S& cs, std::siz
 /// Epochs: reset() starts the next epoch, the way a torch::data data loader calls it at every
 /// begin(). It advances epoch() by one, or keeps it if this epoch has handed out no batch yet
 /// or set_epoch() was called since the last reset() (so the loader's first begin() does not
-/// skip epoch 0). An epoch_sampler inner sampler is given the epoch before it is reset.
+/// skip epoch 0). An epoch_sampler inner sampler is given the epoch before it is reset. One
+/// balancer runs from epoch to epoch (bcl::balancer::next_epoch) when the epoch before was
+/// drained (every batch handed out) or never started: what it learned, the quantile cap's
+/// sketch, the heavy slots and a calibration's fit, carries over, so the epoch balances as the
+/// uninterrupted stream would. An epoch left partway starts a new balancer.
 ///
 /// Resume: save() writes the inner sampler's state and the epoch's (the balancer's, the indices
 /// pushed and not yet pushed, the mean cost), so a sampler constructed alike and load()ed from
@@ -139,17 +147,22 @@ public:
     /// Starts the next epoch: epoch() + 1, or epoch() itself if this epoch has handed out no
     /// batch yet or set_epoch() was called since the last reset(). Gives an epoch_sampler inner
     /// sampler the epoch, resets it (with `new_size`, the dataset size, if given: it becomes
-    /// dataset_size()) and drops whatever of the previous epoch was not handed out. With
-    /// options::mean_cost 0, mean_cost() is 0 again until the epoch's first next() draws the
-    /// epoch. O(buffer) plus the inner reset().
+    /// dataset_size()) and drops whatever of the previous epoch was not handed out.
+    ///
+    /// The balancer carries on into the new epoch (bcl::balancer::next_epoch, keeping what it
+    /// learned) if the previous epoch was drained or never started: drained means next() found
+    /// the epoch's end (a data loader's loop does) or, with the epoch drawn whole (mean_cost 0),
+    /// every index drawn was pushed and every batch handed out. Otherwise (an epoch left partway)
+    /// a new balancer starts. With options::mean_cost 0, mean_cost() is 0 again until the
+    /// epoch's first next() draws the epoch. O(buffer) plus the inner reset().
     void reset(::torch::optional<std::size_t> new_size = ::torch::nullopt) override {
         if (m_epoch.handed_out && !m_epoch.epoch_set) ++m_epoch.epoch;
         if constexpr (epoch_sampler<Inner>) m_inner.set_epoch(m_epoch.epoch);
         m_inner.reset(new_size);
         if (new_size) m_dataset_size = *new_size;
-        // With the epoch's mean to come, this balancer only stands in (for stats()) until the
-        // first next() draws the epoch and starts the one that aims at it.
-        m_balancer.emplace(m_cost, m_options);
+        // With the epoch's mean to come, this balancer aims at mean_cost 0 only until the first
+        // next() draws the epoch and gives it the epoch's mean.
+        carry_or_renew();
         m_staged.clear();
         m_staged_next = 0;
         m_epoch = fresh_epoch(m_epoch.epoch);
@@ -181,7 +194,8 @@ public:
                              std::to_string(batch_size) +
                              " indices, but the sampler's options::batch_size is " +
                              std::to_string(m_options.batch_size) +
-                             "; give the data loader the sampler's batch size");
+                             "; give the data loader the sampler's batch size "
+                             "(bcl::torch::make_data_loader does)");
         if (m_epoch.draw == draw_phase::pending) start_epoch();
         balancer_type& b = *m_balancer;
         for (;;) {
@@ -251,6 +265,8 @@ public:
     [[nodiscard]] std::optional<std::size_t> dataset_size() const noexcept {
         return m_dataset_size;
     }
+    /// B: the indices of every batch but an epoch's last (options::batch_size). O(1).
+    [[nodiscard]] std::size_t batch_size() const noexcept { return m_options.batch_size; }
     /// The balancer settings as given; options::batch_size is the batch size next() hands out.
     /// options::mean_cost stays as given too (0: the epoch's mean; mean_cost() reads that). O(1).
     [[nodiscard]] const bcl::options& settings() const noexcept { return m_options; }
@@ -297,13 +313,27 @@ private:
         std::vector<double> costs;
         costs.reserve(m_staged.size());
         for (const std::size_t index : m_staged) costs.push_back(checked_cost(index));
-        bcl::options opt = m_options;
-        opt.mean_cost = bcl::stream_mean_cost(costs, m_options.cap);
-        std::optional<balancer_type> fresh(std::in_place, m_cost, opt);
-        // Committed: nothing below throws.
-        m_balancer.emplace(std::move(*fresh));
-        m_epoch.level = opt.mean_cost;
+        const double level = bcl::stream_mean_cost(costs, m_options.cap);
+        // The balancer has taken nothing this epoch (nothing is pushed before the epoch is
+        // drawn), so next_epoch() accepts it; it throws only for a level out of range, which a
+        // mean of checked costs is not, and then changes nothing.
+        m_balancer->next_epoch(level);
+        m_epoch.level = level;
         m_epoch.draw = draw_phase::whole;
+    }
+
+    // The balancer of the epoch reset() starts: the last one, carried on by next_epoch() (what
+    // it learned kept), if its epoch was drained or never started; else a new one. An epoch
+    // drawn whole whose indices were all pushed is over: finish() says so to its balancer (with
+    // drop_last, it drops the n mod B indices it holds), which is then drained if it holds none.
+    void carry_or_renew() {
+        balancer_type& b = *m_balancer;
+        if (!b.finished() && m_epoch.draw == draw_phase::whole && m_staged_next == m_staged.size())
+            b.finish();
+        if (b.stats().records_in == 0 || (b.finished() && b.buffered() == 0))
+            b.next_epoch(m_options.mean_cost);
+        else
+            m_balancer.emplace(m_cost, m_options);
     }
 
     // Throws bcl::error unless `index` is within the dataset (when its size is known).

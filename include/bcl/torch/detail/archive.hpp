@@ -153,6 +153,15 @@ public:
         return *t.data_ptr<double>();
     }
 
+    /// The element type of the tensor stored under `key`, or std::nullopt if there is none; a
+    /// look only: nothing is checked, nor added to the digest. To tell archives of another kind
+    /// apart by a field's type before reading it.
+    [[nodiscard]] std::optional<::torch::ScalarType> peek_type(const std::string& key) {
+        c10::IValue value;
+        if (!m_archive.try_read(key, value) || !value.isTensor()) return std::nullopt;
+        return value.toTensor().scalar_type();
+    }
+
     /// Throws bcl::error unless the digest stored under `key` is the digest of every field read
     /// so far (so read every field the writer wrote before calling this).
     void check_seal(const std::string& key) {

@@ -103,6 +103,9 @@ auto reworded(archive_reader& in, const std::string& fields, F&& f) {
 
 /// Refuses an archive of another format, by name: formats 1 and 2 cannot be checked.
 inline void check_format(archive_reader& in) {
+    if (in.peek_type("bcl_format") == ::torch::kUInt8)
+        in.fail("bcl_format is that of a bcl::torch::distributed_balanced_sampler, not of a "
+                "bcl::torch::balanced_sampler");
     const std::vector<std::int64_t> f = in.int64s("bcl_format");
     const std::string text = f.size() == 1 ? std::to_string(f[0]) : "not one value";
     if (f.size() == 1 && (f[0] == 1 || f[0] == 2))

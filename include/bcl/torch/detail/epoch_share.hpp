@@ -62,8 +62,7 @@ inline void check_global_settings(std::size_t replicas, std::size_t rank, std::s
                                   std::size_t batch, const bcl::plan_options& plan,
                                   const std::vector<double>& costs, const std::string& who) {
     // The shape's counts and R*K*B, as the planner checks them.
-    (void)bcl::detail::plan::geometry_of(0, replicas, lookahead, batch, bcl::max_plan_records,
-                                         who);
+    (void)bcl::detail::plan::geometry_of(0, replicas, lookahead, batch, bcl::max_plan_records, who);
     if (rank >= replicas)
         throw bcl::error(who + ": rank " + std::to_string(rank) + " of num_replicas " +
                          std::to_string(replicas) + ": the rank must be below num_replicas");

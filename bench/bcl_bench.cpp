@@ -33,6 +33,8 @@
 // The memory_repair rows report gap_to_lb for the repaired partition's costliest batch, and
 // over_budget, the fraction of windows the repair could not fit.
 
+#include "length_file.hpp"
+
 #include <bcl/bcl.hpp>
 #include <bcl/calibrated_cost.hpp>
 #include <bcl/detail/memory_repair.hpp>
@@ -52,7 +54,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <new>
 #include <numbers>
@@ -162,14 +163,19 @@ constexpr length_source table_sources[] = {
 #define BCL_WORKLOADS_DIR "bench/workloads"
 #endif
 
-/// The lengths in a workload file, one per line; empty if it cannot be read.
+/// The lengths in a workload file (bench/common/length_file.hpp), each at most 4e9; empty if the
+/// file cannot be read or is not a length file (the benchmark then says so and is skipped).
 std::vector<std::uint32_t> read_lengths(const char* file) {
-    std::vector<std::uint32_t> lengths;
-    std::ifstream in(std::string(BCL_WORKLOADS_DIR) + "/" + file);
-    long long value = 0;
-    while (in >> value)
-        if (value >= 0)
-            lengths.push_back(static_cast<std::uint32_t>(std::min(value, 4000000000LL)));
+    std::vector<std::uint64_t> read;
+    try {
+        read = bcl_tools::read_length_file(std::string(BCL_WORKLOADS_DIR) + "/" + file);
+    } catch (const bcl_tools::length_file_error&) {
+        return {};
+    }
+    std::vector<std::uint32_t> lengths(read.size());
+    std::transform(read.begin(), read.end(), lengths.begin(), [](std::uint64_t v) {
+        return static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 4000000000U));
+    });
     return lengths;
 }
 
@@ -290,7 +296,7 @@ void partition_benchmark(benchmark::State& state, const length_source& src) {
     const auto b = static_cast<std::size_t>(state.range(1));
     const window_pool* found = pool_for(src, k * b);
     if (found == nullptr) {
-        state.SkipWithError("workload file not found (set BCL_WORKLOADS_DIR)");
+        state.SkipWithError("workload file not found or not a length file (set BCL_WORKLOADS_DIR)");
         for (auto _ : state) {
         }
         return;

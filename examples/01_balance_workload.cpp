@@ -9,6 +9,8 @@
 // Bad input (a file it cannot read, a line that is not a token count, a bad argument) ends it
 // with one line on stderr that names the file, the line and the value, and exit code 2.
 
+#include "example_samples.hpp"
+
 #include <bcl/bcl.hpp>
 
 #include <fmt/core.h>
@@ -17,7 +19,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -55,23 +56,19 @@ std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t m
     return value;
 }
 
-/// One token count per line; blank lines are skipped.
+/// The file's token counts (example_samples.hpp: one per line, blank lines skipped), each up to
+/// max_tokens; a file that is not one is bad input.
 std::vector<sample> read_lengths(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw bad_input(path + ": cannot open the file");
-    std::vector<sample> samples;
-    std::string line;
-    for (std::size_t number = 1; std::getline(in, line); ++number) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        const std::optional<std::uint64_t> length = whole_number(line, max_tokens);
-        if (!length)
-            throw bad_input(fmt::format("{}:{}: '{}' is not a token count (a whole number from 0 "
-                                        "to {})",
-                                        path, number, line, max_tokens));
-        samples.push_back({samples.size(), static_cast<double>(*length)});
+    std::vector<std::size_t> counts;
+    try {
+        counts = bcl_examples::read_token_counts(path, max_tokens);
+    } catch (const bcl_tools::length_file_error& e) {
+        throw bad_input(e.what());
     }
-    if (in.bad()) throw bad_input(path + ": cannot read the file");
-    if (samples.empty()) throw bad_input(path + ": no lengths in the file");
+    std::vector<sample> samples;
+    samples.reserve(counts.size());
+    for (const std::size_t count : counts)
+        samples.push_back({samples.size(), static_cast<double>(count)});
     return samples;
 }
 

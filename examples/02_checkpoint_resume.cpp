@@ -7,6 +7,8 @@
 // Bad input (a file it cannot read, a line that is not a token count, too few records) ends it
 // with one line on stderr that names the file, the line and the value, and exit code 2.
 
+#include "example_samples.hpp"
+
 #include <bcl/bcl.hpp>
 
 #include <fmt/core.h>
@@ -65,37 +67,14 @@ struct bad_input : std::runtime_error {
 /// tokens, so a runaway length would be gigabytes of memory rather than an error message.
 constexpr std::uint64_t max_tokens = std::uint64_t{1} << 24;
 
-/// `text` (blanks around it allowed) as a whole number from 0 to `max` in plain decimal; nothing
-/// else: no sign, no fraction, no exponent.
-std::optional<std::uint64_t> whole_number(std::string_view text, std::uint64_t max) {
-    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
-    while (!text.empty() && blank(text.front())) text.remove_prefix(1);
-    while (!text.empty() && blank(text.back())) text.remove_suffix(1);
-    std::uint64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > max)
-        return std::nullopt;
-    return value;
-}
-
-/// One token count per line; blank lines are skipped.
+/// The file's token counts (example_samples.hpp: one per line, blank lines skipped), each up to
+/// max_tokens; a file that is not one is bad input.
 std::vector<std::size_t> read_lengths(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw bad_input(path + ": cannot open the file");
-    std::vector<std::size_t> lengths;
-    std::string line;
-    for (std::size_t number = 1; std::getline(in, line); ++number) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        const std::optional<std::uint64_t> length = whole_number(line, max_tokens);
-        if (!length)
-            throw bad_input(fmt::format("{}:{}: '{}' is not a token count (a whole number from 0 "
-                                        "to {})",
-                                        path, number, line, max_tokens));
-        lengths.push_back(static_cast<std::size_t>(*length));
+    try {
+        return bcl_examples::read_token_counts(path, max_tokens);
+    } catch (const bcl_tools::length_file_error& e) {
+        throw bad_input(e.what());
     }
-    if (in.bad()) throw bad_input(path + ": cannot read the file");
-    if (lengths.empty()) throw bad_input(path + ": no lengths in the file");
-    return lengths;
 }
 
 sample load(const std::vector<std::size_t>& lengths, std::size_t index) {

@@ -1,37 +1,33 @@
 #pragma once
-// The lengths files that examples 03 and 04 read: one token count per line, as in
-// bench/workloads/. Each example turns the counts into its own records.
+// The length files the examples read: one token count per line, as in bench/workloads/, read by
+// the one reader the tools share (bench/common/length_file.hpp). Each example turns the counts
+// into its own records.
 
-#include <charconv>
+#include "length_file.hpp"
+
+#include <algorithm>
 #include <cstddef>
-#include <fstream>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <vector>
 
 namespace bcl_examples {
 
-/// The token counts in the file at `path`, in file order: one per line, each a whole number up
-/// to 2^24 (an example's record may hold its tokens). Throws std::runtime_error with one line
-/// naming the file, and the line number and text of the first line that is not such a number;
-/// also for a file that cannot be opened or holds no lines.
-inline std::vector<std::size_t> read_token_counts(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": cannot open the file");
-    std::vector<std::size_t> counts;
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-        std::size_t length = 0;
-        const char* end = line.data() + line.size();
-        const auto [stop, error] = std::from_chars(line.data(), end, length);
-        if (error != std::errc{} || stop != end || length > (std::size_t{1} << 24))
-            throw std::runtime_error(path + ":" + std::to_string(number) + ": '" + line +
-                                     "' is not a token count (a whole number up to 2^24)");
-        counts.push_back(length);
-    }
-    if (counts.empty()) throw std::runtime_error(path + ": no lengths in the file");
-    return counts;
+/// The token counts in the file at `path`, in file order, each a whole number up to `max` (an
+/// example's record may hold its tokens). Throws std::runtime_error (bcl_tools::length_file_error)
+/// with one line naming the file, and the line number and text of the first line that is not a
+/// length; also for a file that cannot be opened or holds no lengths, or a length above `max`.
+inline std::vector<std::size_t> read_token_counts(const std::string& path,
+                                                  std::uint64_t max = std::uint64_t{1} << 24U) {
+    const std::vector<std::uint64_t> read = bcl_tools::read_length_file(path);
+    const auto longest = std::max_element(read.begin(), read.end());
+    if (*longest > max)
+        throw bcl_tools::length_file_error(path + ": length number " +
+                                           std::to_string(longest - read.begin() + 1) + " is " +
+                                           std::to_string(*longest) + " tokens, more than the " +
+                                           std::to_string(max) + " this example's records hold");
+    return {read.begin(), read.end()};
 }
 
 } // namespace bcl_examples

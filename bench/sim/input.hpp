@@ -1,6 +1,8 @@
 #pragma once
 // Bad input (input_error) and the parsing helpers of the `name:key=value,...` specs.
 
+#include "length_file.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,11 +28,9 @@ public:
 // The pieces of the `name:key=value,...` specs (--dist, --cost) and of other flag values.
 namespace detail {
 
+/// `s` without the spaces, tabs, carriage returns and newlines around it.
 [[nodiscard]] inline std::string_view trim(std::string_view s) noexcept {
-    const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!s.empty() && space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && space(s.back())) s.remove_suffix(1);
-    return s;
+    return bcl_tools::detail::trim_line(s);
 }
 
 /// Parses all of `text` as a finite double; nothing else is accepted.

@@ -2,6 +2,7 @@
 // Record lengths: distribution specs and their parsing, workload files, per-rank record sources.
 
 #include "input.hpp"
+#include "length_file.hpp"
 #include "random.hpp"
 
 #include <fmt/format.h>
@@ -11,7 +12,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -170,43 +170,22 @@ using dist_spec = std::variant<lognormal_spec, pareto_spec, bimodal_spec, unifor
 }
 
 /// The largest length a workload file may hold: 2^31 tokens.
-inline constexpr double max_token_count = 2147483648.0;
+inline constexpr double max_token_count = static_cast<double>(bcl_tools::max_file_length);
 
-/// Reads a workload file: one token count per line (blank lines are skipped), a whole number from
-/// 0 to max_token_count. Throws input_error naming the file, the line and the value for a missing
-/// file, a line that is not a number, a negative, fractional or too large length, or a file
-/// without any length: a fraction or a runaway exponent in a file is reported, not simulated.
+/// Reads a workload file with the tools' one reader (bench/common/length_file.hpp): one token
+/// count per line, a whole number from 0 to max_token_count. Throws input_error naming the file,
+/// the line and the value for a missing file, a line that is not a number, a negative, fractional
+/// or too large length, or a file without any length.
 [[nodiscard]] inline std::vector<double> load_lengths(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw input_error(fmt::format("--dist file:{}: cannot open the file", path));
-    std::vector<double> lengths;
-    std::string line;
-    std::size_t number = 0;
-    while (std::getline(in, line)) {
-        ++number;
-        const std::string_view text = detail::trim(line);
-        if (text.empty()) continue;
-        const std::optional<double> value = detail::parse_number(text);
-        if (!value)
-            throw input_error(fmt::format("{}:{}: '{}' is not a number (expected one length per "
-                                          "line)",
-                                          path, number, text));
-        if (*value < 0)
-            throw input_error(fmt::format("{}:{}: negative length {} (lengths must be >= 0)", path,
-                                          number, text));
-        if (*value != std::floor(*value) || *value > max_token_count)
-            throw input_error(fmt::format(
-                "{}:{}: length {} is {}; a length is a token count, a "
-                "whole number from 0 to 2^31 = {:.0f}",
-                path, number, text, *value > max_token_count ? "above 2^31" : "not a whole number",
-                max_token_count));
-        lengths.push_back(*value + 0.0); // + 0.0 turns -0 into 0
+    std::vector<std::uint64_t> read;
+    try {
+        read = bcl_tools::read_length_file(path);
+    } catch (const bcl_tools::length_file_error& e) {
+        throw input_error(e.what());
     }
-    if (in.bad()) throw input_error(fmt::format("--dist file:{}: read error", path));
-    if (lengths.empty()) throw input_error(fmt::format("{}: no lengths in the file", path));
-    if (lengths.size() >= std::numeric_limits<std::uint32_t>::max())
-        throw input_error(fmt::format("{}: too many lengths ({})", path, lengths.size()));
-    return lengths;
+    if (read.size() >= std::numeric_limits<std::uint32_t>::max())
+        throw input_error(fmt::format("{}: too many lengths ({})", path, read.size()));
+    return {read.begin(), read.end()};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@
 // Exit codes, the same on every rank: 0 success, 2 bad input (flags, length file), 1 anything
 // else.
 
+#include "length_file.hpp"
 #include "metrics.hpp"
 
 #include <bcl/bcl.hpp>
@@ -136,30 +137,20 @@ void check_settings(const settings& s) {
 // Data: token counts from the length file, scaled; random tokens of those lengths.
 // ---------------------------------------------------------------------------------------------
 
+/// The length file's token counts (bench/common/length_file.hpp), each scaled by `scale`.
 std::vector<std::size_t> read_lengths(const std::string& path, double scale) {
-    std::ifstream in(path);
-    if (!in) throw bad_input(path + ": cannot open the file");
+    std::vector<std::uint64_t> read;
+    try {
+        read = bcl_tools::read_length_file(path);
+    } catch (const bcl_tools::length_file_error& e) {
+        throw bad_input(e.what());
+    }
     std::vector<std::size_t> lengths;
-    std::string line;
-    for (std::size_t number = 1; std::getline(in, line); ++number) {
-        const auto first = line.find_first_not_of(" \t\r");
-        if (first == std::string::npos) continue;
-        const auto last = line.find_last_not_of(" \t\r");
-        const std::string text = line.substr(first, last - first + 1);
-        std::size_t used = 0;
-        long long value = -1;
-        try {
-            value = std::stoll(text, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != text.size() || value < 0 || value > (1LL << 31))
-            throw bad_input(fmt::format("{}:{}: '{}' is not a token count", path, number, text));
+    lengths.reserve(read.size());
+    for (const std::uint64_t value : read)
         // At least 2 tokens: a sequence needs one token to predict from and one to predict.
         lengths.push_back(std::max<std::size_t>(
             2, static_cast<std::size_t>(std::llround(static_cast<double>(value) * scale))));
-    }
-    if (lengths.empty()) throw bad_input(path + ": no lengths in the file");
     return lengths;
 }
 

@@ -183,6 +183,20 @@ TEST_CASE("sim: workload files are checked line by line", "[sim][input]") {
     const auto empty = write_temp("empty.txt", "\n \n");
     CHECK_THROWS_WITH(bcl_sim::load_lengths(empty.string()), Contains("no lengths"));
 
+    // The tools' one reader: numbers written as numbers, CRLF line ends, 2^31 itself; nothing
+    // that merely starts like a number, no hexadecimal, no NaN, nothing past 2^31.
+    const auto written = write_temp("written.txt", "1e3\r\n1000.0\r\n+5\n-0\n2147483648\n");
+    CHECK(bcl_sim::load_lengths(written.string()) ==
+          std::vector<double>{1000, 1000, 5, 0, 2147483648.0});
+    for (const char* line : {"0x10", "nan", "1e", "12 13", "2147483649", "1.5e0"}) {
+        const auto bad = write_temp("bad.txt", fmt::format("7\n{}\n", line));
+        CAPTURE(line);
+        CHECK_THROWS_WITH(bcl_sim::load_lengths(bad.string()),
+                          Contains("bad.txt:2: ") && Contains(line));
+        std::filesystem::remove(bad);
+    }
+    std::filesystem::remove(written);
+
     sim_config cfg;
     cfg.dist = bcl_sim::parse_dist(fmt::format("file:{}", negative.string()));
     CHECK_THROWS_AS(bcl_sim::simulate(cfg), bcl_sim::input_error);

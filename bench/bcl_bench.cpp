@@ -37,7 +37,7 @@
 
 #include <bcl/bcl.hpp>
 #include <bcl/calibrated_cost.hpp>
-#include <bcl/detail/memory_repair.hpp>
+#include <bcl/detail/split/memory/memory_repair.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/partition/exact.hpp>
 #include <bcl/partition/karmarkar_karp.hpp>

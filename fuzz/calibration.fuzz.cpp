@@ -25,7 +25,7 @@
 #include "fuzz_support.hpp"
 
 #include <bcl/calibrated_cost.hpp>
-#include <bcl/detail/bytes.hpp>
+#include <bcl/detail/state/bytes.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 

@@ -10,7 +10,7 @@
 #include "fuzz_support.hpp"
 
 #include <bcl/calibrated_cost.hpp>
-#include <bcl/detail/batch_calibration.hpp>
+#include <bcl/detail/calibration/batch_calibration.hpp>
 #include <bcl/options.hpp>
 
 #include <array>

@@ -7,7 +7,7 @@
 // an input is a plain sequence of decisions (make_corpus.cpp writes seeds that way) and a
 // truncated input is still a valid, shorter run.
 
-#include <bcl/detail/bytes.hpp>
+#include <bcl/detail/state/bytes.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/record_model.hpp>

@@ -19,7 +19,7 @@
 #include "state_checks.hpp"
 
 #include <bcl/balancer.hpp>
-#include <bcl/detail/snapshot_check.hpp>
+#include <bcl/detail/state/snapshot_check.hpp>
 #include <bcl/detail/stats_access.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>

@@ -5,7 +5,7 @@
 
 #include "fuzz_support.hpp"
 
-#include <bcl/detail/snapshot_check.hpp>
+#include <bcl/detail/state/snapshot_check.hpp>
 #include <bcl/error.hpp>
 
 #include <bit>

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The style checks the test command runs: every C++ file as clang-format-14 would lay it out
 # (.clang-format), and clang-tidy-16 (.clang-tidy: the checks and why some are off) over every
-# header under include/bcl. Prints what differs and exits non-zero on any finding.
+# header under include/bcl, and the layering rule (scripts/check_layers.py). Prints what differs
+# and exits non-zero on any finding.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -20,4 +21,5 @@ for h in "${headers[@]}"; do echo "#include <$h>"; done >"$work/all_headers.cpp"
 echo "== $tidy on ${#headers[@]} headers"
 "$tidy" --quiet --config-file=.clang-tidy "$work/all_headers.cpp" -- -std=c++20 -Iinclude \
     2> >(grep -v "warnings generated" >&2)
+python3 scripts/check_layers.py
 echo "== style checks passed"

@@ -17,7 +17,7 @@ for setting in "$@"; do
     sed -i "s/std::size_t buffer_windows = 2;/std::size_t buffer_windows = $windows;/; s/std::size_t max_age = 2;/std::size_t max_age = $age;/" \
         "$work/include/bcl/options.hpp"
     sed -i "s/static constexpr double surplus_feedback = 0.03;/static constexpr double surplus_feedback = $feedback;/" \
-        "$work/include/bcl/detail/sliding_rounds.hpp"
+        "$work/include/bcl/detail/rounds/sliding_rounds.hpp"
     g++ -std=c++20 -O2 -I"$work/include" -Ibench/common -Ibench/sim bench/sim/bcl_sim.cpp -lfmt -o "$work/sim"
     row="| $feedback | $windows | $age |"
     for d in "${dists[@]}"; do

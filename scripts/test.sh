@@ -49,6 +49,9 @@ bash scripts/test_clang.sh
 section "the global plan is the same under every compiler and floating-point setting"
 bash scripts/test_plan_digest.sh
 
+section "docs/design.md's worked example (a new cap kind) applies and works"
+bash scripts/check_worked_example.sh
+
 section "libtorch adapter"
 bash scripts/test_torch.sh
 

@@ -6,7 +6,7 @@
 #include "support/distributions.hpp"
 
 #include <bcl/balancer.hpp>
-#include <bcl/detail/quantile_sketch.hpp>
+#include <bcl/detail/caps/quantile_sketch.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/partition/lower_bound.hpp>

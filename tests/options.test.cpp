@@ -6,10 +6,11 @@
 // matters: the sliding options only under the sliding policy, each cap option only under the cap
 // kinds that read it.
 
-#include <bcl/detail/snapshot.hpp>
-#include <bcl/detail/snapshot_check.hpp>
+#include <bcl/detail/state/snapshot.hpp>
+#include <bcl/detail/state/snapshot_check.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+#include <bcl/validate.hpp>
 
 #include <catch2/catch.hpp>
 

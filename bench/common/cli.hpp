@@ -7,6 +7,7 @@
 
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+#include <bcl/validate.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -5,7 +5,7 @@
 #include "metrics.hpp"
 #include "workload.hpp"
 
-#include <bcl/detail/outlier_cap.hpp>
+#include <bcl/detail/intake/outlier_cap.hpp>
 #include <bcl/estimators.hpp>
 #include <bcl/options.hpp>
 

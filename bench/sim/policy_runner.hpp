@@ -53,57 +53,65 @@ enum class epoch_boundary {
         fmt::format("--epoch-start {}: unknown epoch start (expected carry or fresh)", text));
 }
 
-/// Everything a policy needs to run.
-struct sim_context {
-    std::size_t ranks = 8;     ///< R
-    std::size_t batch = 16;    ///< B, records per rank per step
-    std::size_t lookahead = 8; ///< K, batches per window of the windowed policies
-    std::uint64_t seed = 1;
+/// The settings a run and each of its policies share, given once: bcl-sim's flags of the same
+/// names. sim_config adds what the command line says beyond them, sim_context what a run
+/// resolves for one policy; bcl_options() makes the balancers' options from them.
+struct run_settings {
+    std::size_t ranks = 8;     ///< --ranks: R
+    std::size_t batch = 16;    ///< --batch: B, records per rank per step
+    std::size_t lookahead = 8; ///< --lookahead: K, batches per window of the windowed policies
+    std::uint64_t seed = 1;    ///< --seed
+    /// --cost: the model every policy estimates with (the only one a real loader knows).
     cost_model cost = default_cost();
+    /// --memory-budget: per-batch budget on the sum of lengths (tokens), 0 for none. The bcl
+    /// policies balance within it; for every policy, batches above it are counted
+    /// (over_budget_batches).
+    double memory_budget = 0.0;
+    /// --batching: what a rank spends on a batch, the sum of its records' costs or B times its
+    /// costliest record's, for every policy (mffd's packed bins are never padded).
+    batch_cost batching = batch_cost::packed;
+    /// --emission: the bcl policies' emission order (bcl::options::emission).
+    emission_order emission = emission_order::costliest_first;
+    /// --buffer-windows and --max-age: the sliding policy's buffer (windows) and delay bound
+    /// (rounds), bcl's defaults unless given.
+    std::size_t buffer_windows = bcl::options{}.buffer_windows;
+    std::size_t max_age = bcl::options{}.max_age;
+    /// --epoch-steps: every this many steps the bcl policies start an epoch on each rank, which
+    /// takes exactly epoch_steps * B records of the rank's stream and drains them (what the
+    /// samplers do every epoch; see bcl_local_runner). 0: one balancer per rank for the whole
+    /// run, never drained. The other policies ignore it.
+    std::size_t epoch_steps = 0;
+    /// --epoch-start (with epoch_steps > 0): at each epoch boundary the rank's balancer goes on
+    /// (bcl::balancer::next_epoch, as the samplers do) or a new one takes its place.
+    epoch_boundary epoch_start = epoch_boundary::carry;
+    /// --mean-cost epoch (needs epoch_steps > 0): each epoch's balancers get as
+    /// bcl::options::mean_cost the mean of their epoch's estimated costs under the run's cap
+    /// (bcl::stream_mean_cost), as the samplers pass it.
+    bool mean_cost_epoch = false;
+    /// --calibrate: the bcl policies tumbling and sliding fit their cost model online, from the
+    /// prior `cost`, to their batches' true costs times exp(N(0, time_noise)).
+    bool calibrate = false;
+    double time_noise = 0.05; ///< --time-noise: sigma of the times' lognormal noise
+};
+
+/// Everything a policy needs to run: the run's settings and what the run resolved from them.
+struct sim_context : run_settings {
     record_source* source = nullptr;
     double bin_tokens = 0.0; ///< mffd bin capacity in tokens (already resolved, > 0)
     emit_observer observer;  ///< optional
     /// The cap of every policy, in cost units (bcl_cap()). The bcl policies hand it to their
     /// balancers. The baselines apply it only when it truncates, through `truncation`.
     bcl::cap_options cap{};
-    /// Per-batch budget on the sum of lengths (tokens), 0 for none. The bcl policies balance
-    /// within it; for every policy, batches above it are counted (over_budget_batches).
-    double memory_budget = 0.0;
     /// The baselines' capped stream under a truncating cap (set by make_baseline); null otherwise.
     std::shared_ptr<stream_cap> truncation;
-    /// What a rank spends on a batch (--batching): the sum of its records' costs, or B times its
-    /// costliest record's. Every policy is costed so (mffd's packed bins are never padded).
-    batch_cost batching = batch_cost::packed;
-    /// The sliding policy's buffer (windows) and delay bound (rounds), bcl's defaults unless
-    /// --buffer-windows and --max-age say otherwise.
-    std::size_t buffer_windows = bcl::options{}.buffer_windows;
-    std::size_t max_age = bcl::options{}.max_age;
-    /// --emission: the bcl policies' emission order (bcl::options::emission, see bcl_options()).
-    emission_order emission = emission_order::costliest_first;
     /// --cap-prior in cost units: the cap during a quantile cap's warm-up, none for +infinity.
     /// The baselines' stream_cap applies it; the bcl balancers get it as bcl::cap_options::prior.
     std::optional<double> cap_prior;
     /// --mean-cost in cost units (bcl::options::mean_cost), none for each rank's running mean.
     std::optional<double> mean_cost;
-    /// --epoch-steps: every this many steps the bcl policies start an epoch on each rank, which
-    /// takes exactly epoch_steps * B records of the rank's stream and drains them (what the
-    /// samplers do every epoch). 0: one balancer per rank for the whole run, never drained. The
-    /// other policies ignore it.
-    std::size_t epoch_steps = 0;
-    /// --epoch-start: at each epoch boundary the rank's balancer goes on (next_epoch) or a new
-    /// one takes its place.
-    epoch_boundary epoch_start = epoch_boundary::carry;
-    /// --mean-cost epoch (needs epoch_steps > 0): each epoch's balancer gets as
-    /// bcl::options::mean_cost the mean of its epoch's estimated costs under `cap`
-    /// (bcl::stream_mean_cost), overriding `mean_cost`.
-    bool mean_cost_epoch = false;
     /// What the ranks truly spend, per step (--true-cost, --drift); every policy estimates with
     /// `cost`, but every metric is computed on this (run_policy hands it to the step_block).
     cost_schedule truth;
-    /// --calibrate: the bcl policies tumbling and sliding fit their cost model online, from the
-    /// prior `cost`, to their batches' true costs times exp(N(0, time_noise)).
-    bool calibrate = false;
-    double time_noise = 0.05;
 };
 
 /// One record as a policy sees it.

@@ -1,5 +1,5 @@
 #pragma once
-// The policy table, a run's configuration and results, and simulate().
+// The policy table, a run's results, and simulate().
 
 #include "baselines.hpp"
 #include "batching.hpp"
@@ -12,11 +12,13 @@
 #include "mffd.hpp"
 #include "policy_runner.hpp"
 #include "random.hpp"
+#include "sim_config.hpp"
 #include "verl_kk.hpp"
 #include "workload.hpp"
 
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+#include <bcl/validate.hpp>
 
 #include <fmt/format.h>
 
@@ -41,64 +43,6 @@ namespace bcl_sim {
 // ---------------------------------------------------------------------------------------------
 // The policy table. A new policy is one more entry here.
 // ---------------------------------------------------------------------------------------------
-
-/// Every input of a simulation run.
-struct sim_config {
-    std::string dist_text = "lognormal:mu=6,sigma=1";
-    dist_spec dist = lognormal_spec{};
-    cost_model cost = default_cost();
-    std::size_t ranks = 8;
-    std::size_t batch = 16;
-    std::size_t lookahead = 8;
-    std::size_t steps = 2000;
-    std::uint64_t seed = 1;
-    std::vector<std::string> policies; ///< empty: every policy in the table
-    double bin_tokens = 0.0;           ///< mffd bin capacity; 0: context_length(longest record)
-    cap_spec cap;                      ///< --cap (default none)
-    bcl::cap_action cap_action = bcl::cap_action::clip; ///< --cap-action
-    double memory_budget = 0.0; ///< --memory-budget, tokens per rank-batch; 0 for none
-    cap_prior_spec cap_prior;   ///< --cap-prior (default none): a quantile cap's warm-up cap
-    /// --mean-cost: the mean cost per record the sliding rounds aim at (bcl::options::mean_cost).
-    /// Empty: each rank's own running mean (bcl's default); `exact` (mean_cost_exact): the mean
-    /// cost of the file's lengths (of the pilot sample for a synthetic distribution), capped as
-    /// the run's --cap caps them (capped_mean_cost).
-    /// `epoch` (mean_cost_epoch, needs epoch_steps > 0): each epoch's balancers get the mean of
-    /// their epoch's estimated costs, capped (bcl::stream_mean_cost), as the samplers pass it.
-    std::optional<double> mean_cost;
-    bool mean_cost_exact = false;
-    bool mean_cost_epoch = false;
-    /// --epoch-steps: 0, one balancer per rank for the whole run; N > 0, the bcl policies start an
-    /// epoch every N steps holding exactly that epoch's N*B records of the rank's stream (see
-    /// bcl_local_runner). The other policies ignore it.
-    std::size_t epoch_steps = 0;
-    /// --epoch-start (with epoch_steps > 0): the rank's balancer carries on into each epoch
-    /// (bcl::balancer::next_epoch, as the samplers do), or a fresh one starts every epoch.
-    epoch_boundary epoch_start = epoch_boundary::carry;
-    /// --buffer-windows and --max-age: the sliding policy's buffer and delay bound (bcl's
-    /// defaults unless given).
-    std::size_t buffer_windows = bcl::options{}.buffer_windows;
-    std::size_t max_age = bcl::options{}.max_age;
-    /// --batching: what a rank spends on a batch, for every policy (mffd's bins stay packed).
-    batch_cost batching = batch_cost::packed;
-    /// --emission: the bcl policies' emission order (bcl::options::emission).
-    emission_order emission = emission_order::costliest_first;
-    /// --true-cost: what the ranks truly spend (every metric is computed on it); nothing: `cost`.
-    /// Every policy estimates with `cost`, the only model a real loader knows.
-    std::optional<cost_model> true_cost;
-    /// --drift: the true cost changes at a step.
-    std::optional<drift_spec> drift;
-    /// --calibrate: tumbling and sliding calibrate `cost` online from noisy batch times.
-    bool calibrate = false;
-    double time_noise = 0.05; ///< --time-noise: sigma of the times' lognormal noise
-    /// --window: per-policy efficiency (and calibration error) over blocks of this many steps,
-    /// 0 for none.
-    std::size_t window = 0;
-
-    /// The true cost per step.
-    [[nodiscard]] cost_schedule truth() const {
-        return cost_schedule(true_cost.value_or(cost), drift);
-    }
-};
 
 struct policy_entry {
     std::string_view name;
@@ -402,47 +346,6 @@ inline void validate(const sim_config& cfg) {
                                           name, policy_names()));
 }
 
-/// Parses a --mean-cost value into `cfg`: `none`, `exact`, `epoch`, or a cost > 0. Throws
-/// input_error.
-inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
-    cfg.mean_cost.reset();
-    cfg.mean_cost_exact = false;
-    cfg.mean_cost_epoch = false;
-    if (text == "none") return;
-    if (text == "exact") {
-        cfg.mean_cost_exact = true;
-        return;
-    }
-    if (text == "epoch") {
-        cfg.mean_cost_epoch = true;
-        return;
-    }
-    const std::optional<double> value = detail::parse_number(text);
-    if (!value || !(*value > 0.0) || !std::isfinite(*value))
-        throw input_error(
-            fmt::format("--mean-cost {}: expected none, exact, epoch, or a cost > 0", text));
-    cfg.mean_cost = *value;
-}
-
-/// --mean-cost resolved: for `exact` the mean cost of `lengths` as the balancer estimates it,
-/// under the run's cap (capped_mean_cost), otherwise the value given, or nothing.
-[[nodiscard]] inline std::optional<double> resolve_mean_cost(const sim_config& cfg,
-                                                             const std::vector<double>& lengths) {
-    if (!cfg.mean_cost_exact) return cfg.mean_cost;
-    if (lengths.empty()) return 0.0;
-    return capped_mean_cost(lengths, cfg.cost, cfg.cap, cfg.cap_action);
-}
-
-/// mffd's default bin capacity: the context length a trainer would configure for these records,
-/// the smallest power of two that holds the longest. NeMo-RL sizes its packing bins as the
-/// context length times the micro-batch size (train_mb_tokens), commonly with micro-batches of one.
-[[nodiscard]] inline double context_length(double longest) {
-    constexpr double largest_power = 0x1p62;
-    if (!(longest > 1.0)) return 1.0;
-    if (longest >= largest_power) return longest;
-    return static_cast<double>(std::bit_ceil(static_cast<std::uint64_t>(std::ceil(longest))));
-}
-
 /// Runs every requested policy (none is always simulated: the others are measured against it).
 /// The source factory may be given for hand-made streams; otherwise it follows cfg.dist.
 /// Throws input_error for bad input.
@@ -496,28 +399,14 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
     // The context of one policy's run, reading `source` and reporting to `watch`.
     const auto context = [&](record_source* source, const emit_observer& watch) {
         sim_context ctx;
-        ctx.ranks = cfg.ranks;
-        ctx.batch = cfg.batch;
-        ctx.lookahead = cfg.lookahead;
-        ctx.seed = cfg.seed;
-        ctx.cost = cfg.cost;
+        static_cast<run_settings&>(ctx) = cfg; // the settings every policy shares, given once
         ctx.source = source;
         ctx.bin_tokens = out.bin_tokens;
         ctx.observer = watch;
         ctx.cap = out.cap;
-        ctx.memory_budget = cfg.memory_budget;
-        ctx.batching = cfg.batching;
-        ctx.emission = cfg.emission;
-        ctx.buffer_windows = cfg.buffer_windows;
-        ctx.max_age = cfg.max_age;
         if (out.prior) ctx.cap_prior = out.prior->cost;
         ctx.mean_cost = out.mean_cost;
-        ctx.epoch_steps = cfg.epoch_steps;
-        ctx.mean_cost_epoch = cfg.mean_cost_epoch;
-        ctx.epoch_start = cfg.epoch_start;
         ctx.truth = cfg.truth();
-        ctx.calibrate = cfg.calibrate;
-        ctx.time_noise = cfg.time_noise;
         return ctx;
     };
     const auto run_one = [&](const policy_entry& e) {

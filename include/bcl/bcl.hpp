@@ -13,7 +13,9 @@
 #include <bcl/options.hpp>
 #include <bcl/partition/lpt_swap.hpp>
 #include <bcl/partition/partitioner.hpp>
+#include <bcl/record.hpp>
 #include <bcl/record_model.hpp>
 #include <bcl/statistics.hpp>
 #include <bcl/stream_mean_cost.hpp>
+#include <bcl/validate.hpp>
 #include <bcl/version.hpp>

@@ -1,21 +1,14 @@
 #pragma once
-// The user-facing settings of a balancer: the aggregate, the one list of its fields (which
-// saving, restoring and comparing states read), the lookahead policies it can name, and
-// validation.
+// The user-facing settings of a balancer: the aggregate and the one list of its fields (which
+// saving, restoring and comparing states read). Checking them is bcl/validate.hpp's.
 
 #include <bcl/detail/config.hpp>
 
 #include <bcl/cost_estimator.hpp>
-#include <bcl/detail/round_settings.hpp>
-#include <bcl/detail/sliding_rounds.hpp>
-#include <bcl/detail/tumbling_rounds.hpp>
-#include <bcl/error.hpp>
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <variant>
 
 namespace bcl {
 
@@ -195,23 +188,6 @@ inline constexpr std::size_t max_delay_limit = std::size_t{1} << 20;
 
 namespace detail {
 
-/// The rounds of each lookahead policy, in the order of lookahead_policy's values. A policy is
-/// its value there and its component here (a type with capacity(), max_delay(), validate(),
-/// reserve(), may_hold() and choose(), like tumbling_rounds).
-using round_policy = std::variant<tumbling_rounds, sliding_rounds>;
-
-[[nodiscard]] inline round_policy make_round_policy(const options& opt) {
-    const round_settings s{opt.batch_size, opt.lookahead, opt.buffer_windows, opt.max_age};
-    switch (opt.policy) {
-    case lookahead_policy::tumbling:
-        return tumbling_rounds{s};
-    case lookahead_policy::sliding:
-        return sliding_rounds{s};
-    }
-    throw error("bcl::options::policy has no such lookahead policy (" +
-                std::to_string(static_cast<int>(opt.policy)) + ")");
-}
-
 // When an option matters to what a balancer does: always, or only under some other setting.
 inline bool always(const options& /*o*/) noexcept {
     return true;
@@ -264,59 +240,6 @@ constexpr void visit_option_fields(Visit&& visit) {
     // clang-format on
 }
 
-inline void check_choices(const options& opt) {
-    if (opt.emission != emission_order::costliest_first && opt.emission != emission_order::shuffled)
-        throw error("bcl::options::emission has no such order (" +
-                    std::to_string(static_cast<int>(opt.emission)) + ")");
-    if (opt.batching != batch_cost::packed && opt.batching != batch_cost::padded)
-        throw error("bcl::options::batching has no such batch cost (" +
-                    std::to_string(static_cast<int>(opt.batching)) + ")");
-}
-
-inline void check_cap_and_budget(const options& opt) {
-    const cap_options& cap = opt.cap;
-    if (cap.kind != cap_kind::none && cap.kind != cap_kind::fixed && cap.kind != cap_kind::quantile)
-        throw error("bcl::options::cap.kind has no such kind (" +
-                    std::to_string(static_cast<int>(cap.kind)) + ")");
-    if (cap.action != cap_action::clip && cap.action != cap_action::truncate)
-        throw error("bcl::options::cap.action has no such action (" +
-                    std::to_string(static_cast<int>(cap.action)) + ")");
-    if (cap.kind == cap_kind::fixed && !(cap.value > 0.0 && cap.value < HUGE_VAL))
-        throw error("bcl::options::cap.value must be finite and > 0 for a fixed cap (got " +
-                    std::to_string(cap.value) + ")");
-    if (cap.kind == cap_kind::quantile && !(cap.quantile > 0.0 && cap.quantile < 1.0))
-        throw error("bcl::options::cap.quantile must be in (0, 1) (got " +
-                    std::to_string(cap.quantile) + ")");
-    if (cap.kind == cap_kind::quantile && !(cap.prior >= 0.0 && cap.prior < HUGE_VAL))
-        throw error("bcl::options::cap.prior must be finite and >= 0 (got " +
-                    std::to_string(cap.prior) + ")");
-    if (!(opt.mean_cost >= 0.0 && opt.mean_cost <= max_estimate))
-        throw error("bcl::options::mean_cost must be >= 0 and at most bcl::max_estimate (got " +
-                    std::to_string(opt.mean_cost) + ")");
-    if (!(opt.memory_budget >= 0.0 && opt.memory_budget < HUGE_VAL))
-        throw error("bcl::options::memory_budget must be finite and >= 0 (got " +
-                    std::to_string(opt.memory_budget) + ")");
-}
-
-/// Most batches calibration_options::horizon may keep waiting for their times.
-inline constexpr std::size_t max_calibration_horizon = std::size_t{1} << 20;
-
-inline void check_calibration(const calibration_options& c) {
-    if (!(c.forgetting > 0.0 && c.forgetting <= 1.0))
-        throw error("bcl::options::calibration.forgetting must be in (0, 1] (got " +
-                    std::to_string(c.forgetting) + ")");
-    if (!(c.prior_weight >= 0.0 && c.prior_weight <= 1e12))
-        throw error("bcl::options::calibration.prior_weight must be >= 0 and at most 1e12 (got " +
-                    std::to_string(c.prior_weight) + ")");
-    if (c.horizon == 0 || c.horizon > max_calibration_horizon)
-        throw error("bcl::options::calibration.horizon must be from 1 to " +
-                    std::to_string(max_calibration_horizon) + " (got " + std::to_string(c.horizon) +
-                    ")");
-    if (!(c.outlier_threshold > 0.0 && c.outlier_threshold < HUGE_VAL))
-        throw error("bcl::options::calibration.outlier_threshold must be finite and > 0 (got " +
-                    std::to_string(c.outlier_threshold) + ")");
-}
-
 } // namespace detail
 
 /// Records a quantile cap waits for before it applies (cap_options::warmup, resolved); 0 for
@@ -327,35 +250,6 @@ inline void check_calibration(const calibration_options& c) {
     if (cap.kind != cap_kind::quantile) return 0;
     if (cap.warmup != 0) return cap.warmup;
     return static_cast<std::size_t>(std::ceil(10.0 / (1.0 - cap.quantile) - 1e-9));
-}
-
-/// Throws bcl::error naming the first invalid option. Called by every balancer constructor.
-inline void validate(const options& opt) {
-    if (opt.batch_size == 0) throw error("bcl::options::batch_size must be at least 1 (got 0)");
-    if (opt.lookahead == 0) throw error("bcl::options::lookahead must be at least 1 (got 0)");
-    if (opt.batch_size > max_window_records / opt.lookahead)
-        throw error("bcl::options: batch_size * lookahead = " + std::to_string(opt.batch_size) +
-                    " * " + std::to_string(opt.lookahead) + " exceeds the largest window of " +
-                    std::to_string(max_window_records) + " records");
-    const detail::round_policy policy = detail::make_round_policy(opt);
-    detail::check_choices(opt);
-    detail::check_cap_and_budget(opt);
-    detail::check_calibration(opt.calibration);
-    std::visit([](const auto& rounds) { rounds.validate(max_window_records, max_delay_limit); },
-               policy);
-}
-
-/// Records a balancer with these (valid) options holds before it must emit a round.
-[[nodiscard]] inline std::size_t buffer_capacity(const options& opt) {
-    return std::visit([](const auto& rounds) { return rounds.capacity(); },
-                      detail::make_round_policy(opt));
-}
-
-/// Largest number of batches a record can wait beyond the batch it would have been in without
-/// balancing (arrival position / B), for these (valid) options.
-[[nodiscard]] inline std::size_t max_delay_bound(const options& opt) {
-    return std::visit([](const auto& rounds) { return rounds.max_delay(); },
-                      detail::make_round_policy(opt));
 }
 
 } // namespace bcl

@@ -6,9 +6,11 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/cost_estimator.hpp>
+#include <bcl/detail/caps/cap_kinds.hpp>
 #include <bcl/detail/number_text.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+#include <bcl/validate.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +19,7 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace bcl {
@@ -46,18 +49,8 @@ namespace bcl {
                         "; it must be >= 0 and at most bcl::max_estimate (" +
                         detail::number_text(max_estimate) + ")");
     if (costs.empty()) return 0.0;
-    double level = HUGE_VAL;
-    if (cap.kind == cap_kind::fixed) {
-        level = cap.value;
-    } else if (cap.kind == cap_kind::quantile) {
-        std::vector<double> sorted(costs.begin(), costs.end());
-        const auto n = static_cast<double>(sorted.size());
-        const auto rank = std::clamp<std::size_t>(
-            static_cast<std::size_t>(std::ceil(cap.quantile * n)), 1, sorted.size());
-        const auto at = sorted.begin() + static_cast<std::ptrdiff_t>(rank - 1);
-        std::nth_element(sorted.begin(), at, sorted.end());
-        level = *at;
-    }
+    const double level = std::visit([&](const auto& kind) { return kind.stream_level(costs); },
+                                    detail::make_cap_kind(cap));
     // An incremental mean: a sum of up to 2^64 costs of up to max_estimate each could overflow.
     double mean = 0.0;
     for (std::size_t i = 0; i < costs.size(); ++i)

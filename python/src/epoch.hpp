@@ -5,7 +5,7 @@
 #include "cost_table.hpp"
 
 #include <bcl/bcl.hpp>
-#include <bcl/detail/index_epoch_check.hpp>
+#include <bcl/detail/state/index_epoch_check.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -7,6 +7,7 @@
 
 #include "bcl_runner.hpp"
 #include "cost_and_cap.hpp"
+#include "epoch_support.hpp"
 #include "policy_runner.hpp"
 #include "sim_test_support.hpp"
 #include "simulate.hpp"
@@ -33,101 +34,7 @@ using Catch::Matchers::Contains;
 
 using bcl_sim::sim_config;
 using bcl_sim_test::hand_source;
-
-namespace {
-
-/// A synthetic stream that remembers the largest index each rank has read.
-class counting_source final : public bcl_sim::record_source {
-public:
-    counting_source(const bcl_sim::dist_spec& dist, std::size_t ranks, std::uint64_t seed)
-        : m_inner(dist, ranks, seed), m_read(ranks, 0) {}
-    [[nodiscard]] double length(std::size_t rank, std::uint64_t index) override {
-        m_read.at(rank) = std::max(m_read.at(rank), index + 1);
-        return m_inner.length(rank, index);
-    }
-    /// Records rank `rank` has read: one past the largest index read.
-    [[nodiscard]] std::uint64_t read(std::size_t rank) const { return m_read.at(rank); }
-
-private:
-    bcl_sim::synthetic_source m_inner;
-    std::vector<std::uint64_t> m_read;
-};
-
-/// A bcl policy as the tests name it: the policy, and whether it calibrates (--calibrate).
-struct bcl_variant {
-    std::string_view policy;
-    bool calibrate;
-};
-
-const std::vector<bcl_variant> bcl_variants{{"tumbling", false},
-                                            {"sliding", false},
-                                            {"sliding_true", false},
-                                            {"tumbling", true},
-                                            {"sliding", true}};
-
-constexpr bcl_sim::epoch_boundary boundaries[] = {bcl_sim::epoch_boundary::carry,
-                                                  bcl_sim::epoch_boundary::fresh};
-
-[[nodiscard]] const bcl_sim::policy_result& only(const bcl_sim::sim_result& res) {
-    REQUIRE(res.policies.size() == 1);
-    return res.policies.front();
-}
-
-/// The settings of rank `rank`'s balancer for the epoch under way in `runner`, a bcl policy's.
-[[nodiscard]] const bcl::options& balancer_settings(const bcl_sim::policy_runner& runner,
-                                                    std::size_t rank) {
-    using given = bcl_sim::bcl_local_runner<bcl_sim::sim_estimator>;
-    using calibrated = bcl_sim::bcl_local_runner<bcl_sim::calibrated_sim_estimator>;
-    if (const auto* r = dynamic_cast<const given*>(&runner)) return r->balancer(rank).settings();
-    const auto* r = dynamic_cast<const calibrated*>(&runner);
-    REQUIRE(r != nullptr);
-    return r->balancer(rank).settings();
-}
-
-/// Rank `rank`'s balancer for the epoch under way in `runner`, a calibrated bcl policy's.
-[[nodiscard]] const bcl_sim::bcl_local_runner<bcl_sim::calibrated_sim_estimator>::balancer_type&
-calibrated_balancer(const bcl_sim::policy_runner& runner, std::size_t rank) {
-    using calibrated = bcl_sim::bcl_local_runner<bcl_sim::calibrated_sim_estimator>;
-    const auto* r = dynamic_cast<const calibrated*>(&runner);
-    REQUIRE(r != nullptr);
-    return r->balancer(rank);
-}
-
-/// A policy's runner on a hand-made stream, advanced one block at a time.
-class hand_runner {
-public:
-    hand_runner(std::string_view policy, const std::vector<std::vector<double>>& streams,
-                bcl_sim::sim_context ctx)
-        : m_source(streams, std::nullopt, std::nullopt), m_ctx(std::move(ctx)) {
-        m_ctx.ranks = streams.size();
-        m_ctx.source = &m_source;
-        const bcl_sim::policy_entry* entry = bcl_sim::find_policy(policy);
-        REQUIRE(entry != nullptr);
-        m_runner = entry->make(m_ctx);
-    }
-
-    /// Runs steps [first, first + count), count <= K.
-    void run(std::size_t first, std::size_t count) {
-        const std::size_t n = count * m_ctx.ranks;
-        std::vector<double> costs(n, 0.0);
-        std::vector<double> tokens(n, 0.0);
-        std::vector<double> useful(n, 0.0);
-        m_runner->run(first, count,
-                      bcl_sim::step_block{costs, tokens, useful, 0.0, &m_ctx.truth, first});
-    }
-
-    [[nodiscard]] const bcl::options& settings(std::size_t rank) const {
-        return balancer_settings(*m_runner, rank);
-    }
-    [[nodiscard]] const bcl_sim::policy_runner& runner() const { return *m_runner; }
-
-private:
-    hand_source m_source;
-    bcl_sim::sim_context m_ctx;
-    std::unique_ptr<bcl_sim::policy_runner> m_runner;
-};
-
-} // namespace
+using namespace bcl_sim_test::epochs; // NOLINT(google-build-using-namespace): the shared helpers
 
 TEST_CASE("epochs: each epoch's N*B records are read and emitted in its own steps, once each",
           "[sim][epochs]") {
@@ -289,97 +196,6 @@ TEST_CASE("epochs: --epoch-steps 0 is the run without epochs, and other policies
     }
 }
 
-TEST_CASE("epochs: --mean-cost epoch gives each epoch's balancers their epoch's capped mean",
-          "[sim][epochs]") {
-    // Two ranks, B = 2, K = 1, epochs of N = 2 steps: 4 records per rank per epoch, 8 in all
-    // (a table source throws for a read past them, so neither epoch reads ahead). Cost = length.
-    //   rank 0: 1 2 3 10 | 4 4 4 4      rank 1: 6 6 2 1 | 1 1 1 9
-    // Uncapped means: rank 0 16/4 = 4 and 16/4 = 4; rank 1 15/4 = 3.75 and 12/4 = 3.
-    // A fixed cap of 5 clips 10, 6, 6 and 9 to 5: rank 0 11/4 = 2.75 and 4; rank 1 13/4 = 3.25
-    // and 8/4 = 2.
-    // A p75 cap clips at each epoch's 3rd smallest of 4 (nearest rank, ceil(0.75 * 4)): rank 0
-    // at 3 (1 2 3 3: 9/4 = 2.25) and 4 (4); rank 1 at 6 (15/4 = 3.75) and 1 (4/4 = 1).
-    const std::vector<std::vector<double>> streams{{1, 2, 3, 10, 4, 4, 4, 4},
-                                                   {6, 6, 2, 1, 1, 1, 1, 9}};
-    bcl_sim::sim_context ctx;
-    ctx.batch = 2;
-    ctx.lookahead = 1;
-    ctx.cost = bcl_sim::cost_model{0.0, 1.0, 0.0, {}};
-    ctx.truth = bcl_sim::cost_schedule(ctx.cost, std::nullopt);
-    ctx.epoch_steps = 2;
-    ctx.mean_cost_epoch = true;
-
-    // Runs `policy` for 4 steps; after steps 0 and 2, where epochs 0 and 1 start, rank r's
-    // balancer has mean_cost expected[r][epoch], which is also bcl::stream_mean_cost of the
-    // epoch's costs under the balancer's own cap.
-    const auto check_means = [&](std::string_view policy, const bcl_sim::sim_context& c,
-                                 const std::vector<std::vector<double>>& expected,
-                                 double cost_factor) {
-        hand_runner runner(policy, streams, c);
-        for (std::size_t epoch = 0; epoch < 2; ++epoch) {
-            runner.run(2 * epoch, 1);
-            for (std::size_t r = 0; r < 2; ++r) {
-                INFO("rank " << r << ", epoch " << epoch);
-                const bcl::options& opt = runner.settings(r);
-                CHECK(opt.mean_cost == Approx(expected[r][epoch]).epsilon(1e-12));
-                std::vector<double> costs;
-                for (std::size_t i = 4 * epoch; i < 4 * epoch + 4; ++i)
-                    costs.push_back(cost_factor * streams[r][i]);
-                CHECK(opt.mean_cost == bcl::stream_mean_cost(costs, opt.cap));
-            }
-            runner.run(2 * epoch + 1, 1);
-        }
-    };
-
-    SECTION("no cap, fixed cap, quantile cap; carried or fresh") {
-        // A carried balancer takes the mean through next_epoch(mean), a fresh one as its option.
-        for (const char* policy : {"sliding", "tumbling"})
-            for (const bcl_sim::epoch_boundary boundary : boundaries) {
-                INFO(policy << ", " << bcl_sim::describe(boundary));
-                ctx.epoch_start = boundary;
-                ctx.cap = bcl::cap_options{};
-                check_means(policy, ctx, {{4.0, 4.0}, {3.75, 3.0}}, 1.0);
-                ctx.cap =
-                    bcl_sim::bcl_cap(bcl_sim::parse_cap("5"), bcl::cap_action::clip, ctx.cost);
-                check_means(policy, ctx, {{2.75, 4.0}, {3.25, 2.0}}, 1.0);
-                ctx.cap =
-                    bcl_sim::bcl_cap(bcl_sim::parse_cap("p75"), bcl::cap_action::clip, ctx.cost);
-                check_means(policy, ctx, {{2.25, 4.0}, {3.75, 1.0}}, 1.0);
-            }
-    }
-
-    SECTION("sliding_true takes the true cost in force when the epoch starts") {
-        // True cost 2L, and 3L from step 2 on (epoch 1): twice and three times the means above.
-        ctx.truth = bcl_sim::cost_schedule(bcl_sim::cost_model{0.0, 2.0, 0.0, {}},
-                                           bcl_sim::drift_spec{2, {0.0, 3.0, 0.0, {}}});
-        hand_runner runner("sliding_true", streams, ctx);
-        runner.run(0, 1);
-        CHECK(runner.settings(0).mean_cost == Approx(2.0 * 4.0));
-        CHECK(runner.settings(1).mean_cost == Approx(2.0 * 3.75));
-        runner.run(1, 1);
-        runner.run(2, 1);
-        CHECK(runner.settings(0).mean_cost == Approx(3.0 * 4.0));
-        CHECK(runner.settings(1).mean_cost == Approx(3.0 * 3.0));
-        // The calibrated policies start from the prior --cost (L), not the true cost.
-        ctx.calibrate = true;
-        check_means("sliding", ctx, {{4.0, 4.0}, {3.75, 3.0}}, 1.0);
-    }
-
-    SECTION("without --mean-cost epoch the balancers keep their running mean") {
-        ctx.mean_cost_epoch = false;
-        for (const bcl_sim::epoch_boundary boundary : boundaries) {
-            INFO(bcl_sim::describe(boundary));
-            ctx.epoch_start = boundary;
-            hand_runner runner("sliding", streams, ctx);
-            for (std::size_t s = 0; s < 4; ++s) {
-                runner.run(s, 1);
-                CHECK(runner.settings(0).mean_cost == 0.0);
-                CHECK(runner.settings(1).mean_cost == 0.0);
-            }
-        }
-    }
-}
-
 TEST_CASE("epochs: tumbling carried over epochs of whole rounds is one balancer's run; fresh "
           "balancers learn again",
           "[sim][epochs]") {
@@ -519,48 +335,6 @@ TEST_CASE("epochs: epoch_bound is the stream's, the same for every policy that d
     cfg.epoch_start = bcl_sim::epoch_boundary::carry;
     for (const bcl_sim::policy_result& p : bcl_sim::simulate(cfg).policies)
         CHECK(p.metrics.epoch_bound == 1.0);
-}
-
-TEST_CASE("epochs: the epoch's mean steers sliding as the same mean given by --mean-cost does",
-          "[sim][epochs]") {
-    // One rank, B = 4, K = 2, epochs of N = 8 steps: 32 records, light first and heavy last
-    // (lengths 1..32 squared), the same in each of 3 epochs. The epoch's mean is then one number
-    // m, bit for bit (the same costs in the same order), so --mean-cost epoch must steer every
-    // round as --mean-cost m does: the same step costs. The running mean, far below m while the
-    // light records come in, steers differently: if the epoch's mean did not reach the balancer,
-    // the first two runs would differ and the last two agree.
-    std::vector<double> epoch;
-    for (int i = 1; i <= 32; ++i) epoch.push_back(static_cast<double>(i * i));
-    std::vector<double> stream;
-    for (int e = 0; e < 3; ++e) stream.insert(stream.end(), epoch.begin(), epoch.end());
-    const double m = bcl::stream_mean_cost(epoch, bcl::cap_options{});
-    CHECK(m == Approx(11440.0 / 32.0)); // sum of i^2 for i = 1..32 is 32*33*65/6 = 11440
-
-    sim_config cfg;
-    cfg.cost = bcl_sim::cost_model{0.0, 1.0, 0.0, {}};
-    cfg.ranks = 1;
-    cfg.batch = 4;
-    cfg.lookahead = 2;
-    cfg.steps = 24;
-    cfg.epoch_steps = 8;
-    cfg.policies = {"sliding"};
-    const auto source = [&] {
-        return std::make_unique<hand_source>(std::vector<std::vector<double>>{stream}, std::nullopt,
-                                             std::nullopt);
-    };
-    cfg.mean_cost_epoch = true;
-    const auto by_epoch = bcl_sim::simulate(cfg, source);
-    cfg.mean_cost_epoch = false;
-    cfg.mean_cost = m;
-    const auto given = bcl_sim::simulate(cfg, source);
-    cfg.mean_cost.reset();
-    const auto running = bcl_sim::simulate(cfg, source);
-    CHECK(only(by_epoch).step_max == only(given).step_max);
-    CHECK(only(by_epoch).step_max != only(running).step_max);
-    // Every epoch is the same records under the same options: the same 8 step costs each time.
-    const std::vector<double>& steps = only(by_epoch).step_max;
-    CHECK(std::vector<double>(steps.begin(), steps.begin() + 8) ==
-          std::vector<double>(steps.begin() + 8, steps.begin() + 16));
 }
 
 TEST_CASE("epochs: bad --epoch-steps, and --mean-cost epoch without epochs, are bad input",

@@ -17,6 +17,7 @@
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/inner_sampler.hpp>
 #include <bcl/torch/detail/sampler_archive.hpp>
+#include <bcl/torch/index_sampler.hpp>
 
 #if __has_include(<torch/data/samplers/base.h>)
 
@@ -35,27 +36,6 @@
 #include <vector>
 
 namespace bcl::torch {
-
-/// The libtorch sampler type balanced_sampler is: it hands out batches of dataset indices.
-using index_sampler_base = ::torch::data::samplers::Sampler<std::vector<std::size_t>>;
-
-/// A type S satisfies `index_sampler` if:
-///   1. it derives from torch::data::samplers::Sampler<std::vector<std::size_t>> (so it has
-///      reset(), next(n), save() and load(), as every libtorch index sampler does: RandomSampler,
-///      SequentialSampler, DistributedRandomSampler, DistributedSequentialSampler);
-///   2. it is move-constructible (balanced_sampler keeps it by value).
-/// It need not be copyable, and need not hand out exactly n indices per next(n).
-template <class S>
-concept index_sampler = std::derived_from<S, index_sampler_base> && std::move_constructible<S>;
-
-/// An index_sampler with epochs, like libtorch's distributed samplers: `set_epoch(e)` chooses
-/// what the next reset() draws, and `epoch()` reads it back. balanced_sampler forwards its own
-/// epoch to such a sampler at every reset().
-template <class S>
-concept epoch_sampler = index_sampler<S> && requires(S& s, const S& cs, std::size_t e) {
-    s.set_epoch(e);
-    { cs.epoch() } -> std::convertible_to<std::size_t>;
-};
 
 /// A libtorch sampler that balances the estimated cost of its batches.
 ///
@@ -81,8 +61,7 @@ concept epoch_sampler = index_sampler<S> && requires(S& s, const S& cs, std::siz
 /// each epoch's balancer the epoch's own mean: the epoch's first next() draws all of its indices
 /// from the inner sampler, estimates each, and passes bcl::stream_mean_cost of those costs under
 /// options::cap as the balancer's mean_cost (mean_cost() reads it). A fixed options::mean_cost
-/// (> 0) is used as is, and the indices are drawn in bulk as the balancer needs them.
-/// docs/torch.md gives the measured gain.
+/// (> 0) is used as is, the indices drawn in bulk as needed. docs/torch.md has the measured gain.
 ///
 /// Epochs: reset() starts the next epoch, the way a torch::data data loader calls it at every
 /// begin(). It advances epoch() by one, or keeps it if this epoch has handed out no batch yet
@@ -93,29 +72,21 @@ concept epoch_sampler = index_sampler<S> && requires(S& s, const S& cs, std::siz
 /// sketch, the heavy slots and a calibration's fit, carries over, so the epoch balances as the
 /// uninterrupted stream would. An epoch left partway starts a new balancer.
 ///
-/// Resume: save() writes the inner sampler's state and the epoch's (the balancer's, the indices
-/// pushed and not yet pushed, the mean cost), so a sampler constructed alike and load()ed from
-/// that archive hands out exactly the batches the saved one would have, from any point, mid-window
-/// too, and through later epochs. load() trusts the archive only as far as it checks it: every
-/// field against the balancer's state, the inner sampler's and this sampler's, and a digest over
-/// them all; it refuses anything else with a bcl::error that names the field and changes nothing.
-/// Under a data loader with worker threads the loader asks for batches ahead of the trainer: save
-/// a sampler the trainer drives itself (or a loader with `workers(0)`) to resume at a step.
+/// Resume: a sampler constructed alike and load()ed from what save() wrote hands out exactly the
+/// batches the saved one would have, from any point and through later epochs; load() checks every
+/// field and refuses with a bcl::error naming the field, changing nothing. Loader workers ask
+/// ahead of the trainer: save a sampler the trainer drives (or `workers(0)`) to resume at a step.
 ///
 /// Dataset size: known if given to the constructor, or read from a distributed inner sampler
 /// (libtorch's RandomSampler and SequentialSampler keep theirs private: give it), or passed to
 /// reset(). When known, every index the inner sampler hands out is checked against it before it
 /// reaches the estimator, and so is every index load() reads.
 ///
-/// Cost: the inner sampler is asked for indices in bulk (1024 or the balancer's buffer, if more),
-/// then each index is pushed and popped once and copied once into the batch the loader receives.
-/// With the epoch's mean (mean_cost 0) the estimator runs twice per index, once for the mean and
-/// once when the index is pushed; the epoch's first next() does the first for the whole epoch.
-/// Memory: the balancer's buffer plus every index drawn this epoch, 8 bytes each (load() checks
-/// the archive against the indices already pushed): with the epoch's mean all the epoch's indices
-/// (and, while the first next() computes the mean, 8 bytes more per index for their costs, 16
-/// under a quantile cap); with a fixed mean_cost, those pushed so far and one bulk draw. Not
-/// thread-safe, like libtorch's own samplers.
+/// Cost: indices are drawn in bulk (1024 or the balancer's buffer, if more), each pushed, popped
+/// and copied into its batch once; with the epoch's mean the estimator runs twice per index.
+/// Memory: the balancer's buffer plus 8 bytes per index drawn this epoch (all of them with the
+/// epoch's mean, and 8-16 more per index while the first next() computes it). Not thread-safe,
+/// like libtorch's own samplers.
 template <class Estimator, class Inner = ::torch::data::samplers::DistributedRandomSampler>
 requires cost_estimator<Estimator, std::size_t> && std::copy_constructible<Estimator> &&
     index_sampler<Inner>

@@ -7,8 +7,8 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/cost_estimator.hpp>
-#include <bcl/detail/index_epoch_check.hpp>
 #include <bcl/detail/number_text.hpp>
+#include <bcl/detail/state/index_epoch_check.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/torch/detail/archive.hpp>

@@ -1,0 +1,35 @@
+#pragma once
+// The cap kinds a balancer can apply, one component each.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/detail/caps/fixed_cap.hpp>
+#include <bcl/detail/caps/no_cap.hpp>
+#include <bcl/detail/caps/quantile_cap.hpp>
+#include <bcl/detail/variant_of.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace bcl::detail {
+
+/// The cap kinds, in the order of bcl::cap_kind's values: a kind is its value there and its
+/// component here (see no_cap for what one provides). Adding one is its file, its #include here
+/// and its name in this list.
+using cap_kinds = std::variant<no_cap, fixed_cap, quantile_cap>;
+
+/// The component of cap.kind. Throws bcl::error for a value that names no kind.
+[[nodiscard]] inline cap_kinds make_cap_kind(const cap_options& cap) {
+    std::optional<cap_kinds> made = variant_of<cap_kinds>(static_cast<std::size_t>(cap.kind), cap);
+    if (!made)
+        throw error("bcl::options::cap.kind has no such kind (" +
+                    std::to_string(static_cast<int>(cap.kind)) + ")");
+    return *made;
+}
+
+} // namespace bcl::detail

@@ -1,0 +1,90 @@
+#pragma once
+// The cap kind cap_kind::quantile: a quantile of the estimates seen so far, read from a streaming
+// sketch.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/detail/caps/quantile_sketch.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bcl::detail {
+
+/// A quantile cap (see no_cap for what a cap kind provides): its prior during the warm-up
+/// (+infinity without one), then the quantile of every uncapped estimate added so far, read when
+/// the warm-up ends and then every `refresh` records: a read walks the sketch's buckets, and a
+/// p99 moves slowly anyway. Reading the cap changes nothing; add() records what a record brought,
+/// so a record that is then rejected leaves the cap as it was.
+class quantile_cap {
+public:
+    static constexpr std::uint64_t refresh = 64;
+
+    explicit quantile_cap(const cap_options& cap) noexcept
+        : m_quantile(cap.quantile), m_warmup(cap_warmup(cap)),
+          m_prior(cap.prior > 0.0 ? cap.prior : HUGE_VAL) {}
+
+    static void validate(const cap_options& cap) {
+        if (!(cap.quantile > 0.0 && cap.quantile < 1.0))
+            throw error("bcl::options::cap.quantile must be in (0, 1) (got " +
+                        std::to_string(cap.quantile) + ")");
+        if (!(cap.prior >= 0.0 && cap.prior < HUGE_VAL))
+            throw error("bcl::options::cap.prior must be finite and >= 0 (got " +
+                        std::to_string(cap.prior) + ")");
+    }
+
+    [[nodiscard]] double current() const noexcept {
+        const std::uint64_t seen = m_sketch.count();
+        if (seen < m_warmup) return m_prior;
+        if (seen == m_warmup || (seen - m_warmup) % refresh == 0)
+            return m_sketch.quantile(m_quantile);
+        return m_last;
+    }
+    void add(double uncapped, double cap) noexcept {
+        m_last = cap;
+        m_sketch.add(uncapped);
+    }
+    /// Settled once a cap is in force: the records of the warm-up are not what later rounds hold.
+    [[nodiscard]] bool settled() const noexcept { return current() < HUGE_VAL; }
+    /// Every record of every epoch went through the sketch.
+    [[nodiscard]] static std::uint64_t sketched(std::uint64_t records) noexcept { return records; }
+    /// The exact quantile of `costs` (the sketch's estimate is within 1% of it).
+    [[nodiscard]] double stream_level(std::span<const double> costs) const {
+        std::vector<double> sorted(costs.begin(), costs.end());
+        const auto n = static_cast<double>(sorted.size());
+        const auto rank = std::clamp<std::size_t>(
+            static_cast<std::size_t>(std::ceil(m_quantile * n)), 1, sorted.size());
+        const auto at = sorted.begin() + static_cast<std::ptrdiff_t>(rank - 1);
+        std::nth_element(sorted.begin(), at, sorted.end());
+        return *at;
+    }
+
+    [[nodiscard]] const quantile_sketch& sketch() const noexcept { return m_sketch; }
+    [[nodiscard]] double last() const noexcept { return m_last; }
+    template <class Snapshot>
+    void save_into(Snapshot& s) const {
+        s.sketch = m_sketch;
+        s.quantile_cap = m_last;
+    }
+    template <class Snapshot>
+    void restore_from(const Snapshot& s) noexcept {
+        m_sketch = s.sketch;
+        m_last = s.quantile_cap;
+    }
+
+private:
+    double m_quantile;
+    std::uint64_t m_warmup;
+    double m_prior;           // the cap during the warm-up
+    quantile_sketch m_sketch; // every uncapped estimate
+    double m_last = HUGE_VAL; // the cap last read
+};
+
+} // namespace bcl::detail

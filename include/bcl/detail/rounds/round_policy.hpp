@@ -1,0 +1,98 @@
+#pragma once
+// The lookahead policies a balancer can run, one component each, and the first steps of a round:
+// the policy chooses the round's records and the buffer gathers them.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/detail/rounds/round_settings.hpp>
+#include <bcl/detail/rounds/sliding_rounds.hpp>
+#include <bcl/detail/rounds/tumbling_rounds.hpp>
+#include <bcl/detail/variant_of.hpp>
+#include <bcl/error.hpp>
+#include <bcl/options.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace bcl::detail {
+
+/// The rounds of each lookahead policy, in the order of bcl::lookahead_policy's values: a policy
+/// is its value there and its component here (a type constructible from round_settings with
+/// capacity(), max_delay(), validate(), reserve(), may_hold() and choose(), like
+/// tumbling_rounds). Adding one is its file, its #include here and its name in this list.
+using round_policy = std::variant<tumbling_rounds, sliding_rounds>;
+
+/// The component of opt.policy. Throws bcl::error for a value that names no policy.
+[[nodiscard]] inline round_policy make_round_policy(const options& opt) {
+    const round_settings s{opt.batch_size, opt.lookahead, opt.buffer_windows, opt.max_age};
+    std::optional<round_policy> made =
+        variant_of<round_policy>(static_cast<std::size_t>(opt.policy), s);
+    if (!made)
+        throw error("bcl::options::policy has no such lookahead policy (" +
+                    std::to_string(static_cast<int>(opt.policy)) + ")");
+    return *made;
+}
+
+/// The records one round takes and how they fall into batches.
+struct round_records {
+    std::size_t take = 0;           ///< records in the round
+    bool whole_buffer = false;      ///< it takes every buffered record (read in place)
+    std::span<const double> costs;  ///< their costs, in buffer order
+    std::span<const double> memory; ///< their memory estimates (empty when not tracked)
+    std::size_t packs = 0;          ///< batches it forms: ceil(take / B)
+    bool has_short = false;         ///< the last of them is short (the end of input)
+    bool full = false;              ///< K batches of exactly B: a round like any other
+};
+
+/// Steps 1 and 2 of a round, over the policy options::policy names: the policy chooses which
+/// of the buffered records the round takes (every one, for a tumbling round or the end of a
+/// sliding drain), and the buffer gathers them.
+class round_chooser {
+public:
+    /// `opt` valid (bcl::validate). Reserves what the policy needs for a full buffer.
+    explicit round_chooser(const options& opt)
+        : m_policy(make_round_policy(opt)), m_batch_size(opt.batch_size),
+          m_lookahead(opt.lookahead) {
+        visit_held(m_policy, [&](auto& rounds) { rounds.reserve(capacity()); });
+    }
+
+    /// Records the buffer holds before a round must run.
+    [[nodiscard]] std::size_t capacity() const noexcept {
+        return visit_held(m_policy, [](const auto& rounds) { return rounds.capacity(); });
+    }
+
+    /// The next round's records: min(held, K*B) of `buffer`'s, `round` rounds having run,
+    /// `finished` if the input has ended, `mean_cost` the long-run mean cost of a record.
+    template <class Buffer>
+    [[nodiscard]] round_records choose(Buffer& buffer, std::uint64_t round, bool finished,
+                                       double mean_cost) {
+        round_records r;
+        r.take = std::min(buffer.size(), m_batch_size * m_lookahead);
+        r.whole_buffer = r.take == buffer.size();
+        if (!r.whole_buffer) {
+            const round_inputs in{buffer.costs(), buffer.arrivals(), round,
+                                  finished,       mean_cost,         r.take};
+            visit_held(m_policy, [&](auto& rounds) { rounds.choose(in, buffer.chosen()); });
+            buffer.gather(r.take);
+        }
+        r.costs = r.whole_buffer ? buffer.costs() : buffer.round_costs();
+        r.memory = r.whole_buffer ? buffer.memory() : buffer.round_memory();
+        r.packs = (r.take + m_batch_size - 1) / m_batch_size;
+        r.has_short = r.take % m_batch_size != 0;
+        r.full = !r.has_short && r.packs == m_lookahead;
+        return r;
+    }
+
+private:
+    round_policy m_policy;
+    std::size_t m_batch_size;
+    std::size_t m_lookahead;
+};
+
+} // namespace bcl::detail

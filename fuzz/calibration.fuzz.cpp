@@ -258,8 +258,8 @@ private:
         // The calibration part is the last before the checksum: a count, the numbers, the
         // counts, the coefficients, the waiting sums, the ledger's size and entries.
         const std::size_t calibration_bytes =
-            8 * (1 + c.numbers.size() + c.counts.size() + c.applied.size() + c.waiting_sums.size() +
-                 1 + c.ledger_state.size() + c.ledger_sums.size());
+            8 * (1 + c.numbers.size() + bcl::detail::calibration_counts::fields + c.applied.size() +
+                 c.waiting_sums.size() + 1 + c.ledger_state.size() + c.ledger_sums.size());
         require(bytes.size() >= calibration_bytes + 8, "a saved state shorter than its parts");
         const std::size_t at =
             (how & 1U) != 0 ? bytes.size() - 8 - calibration_bytes + where % calibration_bytes

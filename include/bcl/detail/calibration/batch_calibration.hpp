@@ -24,6 +24,29 @@
 
 namespace bcl::detail {
 
+/// The fit's counts in a saved state, each by its name. visit() lists them once, in the order
+/// the state's bytes hold them, for the writer, the reader and the check alike.
+struct calibration_counts {
+    std::uint64_t feature_records = 0; ///< records whose features the fit counted
+    std::uint64_t observed = 0;        ///< batch times it took
+    std::uint64_t downweighted = 0;    ///< of those, how many counted less (outliers)
+    std::uint64_t has_fit = 0;         ///< 1 once it has fitted coefficients
+    std::uint64_t stale = 0;           ///< 1 if times came since the last refit
+
+    bool operator==(const calibration_counts&) const = default;
+
+    /// visit(name, field) for every field, in the state's order.
+    template <class Counts, class Visit>
+    static void visit(Counts& c, Visit&& visit) {
+        visit("feature_records", c.feature_records);
+        visit("observed", c.observed);
+        visit("downweighted", c.downweighted);
+        visit("has_fit", c.has_fit);
+        visit("stale", c.stale);
+    }
+    static constexpr std::size_t fields = 5;
+};
+
 /// The calibration part of a saved state, for any feature count (0: the balancer does not
 /// calibrate, and everything else is empty).
 struct calibration_snapshot {
@@ -31,8 +54,7 @@ struct calibration_snapshot {
     /// The fit: normal matrix (N*N), normal vector, fitted coefficients, feature totals (N each),
     /// effective count, error scale.
     std::vector<double> numbers;
-    /// feature_records, observed, downweighted, has_fit, stale.
-    std::vector<std::uint64_t> counts;
+    calibration_counts counts;
     std::vector<double> applied;      ///< the coefficients in force (the estimator's)
     std::vector<double> waiting_sums; ///< N feature sums of each batch formed and not yet popped
     /// The last min(horizon, batches) emitted batches, oldest first: 1 awaiting its time, 2
@@ -40,7 +62,6 @@ struct calibration_snapshot {
     std::vector<std::uint8_t> ledger_state;
     std::vector<double> ledger_sums;
 
-    static constexpr std::size_t count_fields = 5;
     [[nodiscard]] static constexpr std::size_t number_fields(std::size_t n) noexcept {
         return n * n + 3 * n + 2;
     }
@@ -284,11 +305,11 @@ private:
         for (double& x : n.feature_totals) x = *at++;
         n.effective_count = *at++;
         n.error_scale = *at;
-        n.feature_records = s.counts[0];
-        n.observed = s.counts[1];
-        n.downweighted = s.counts[2];
-        n.has_fit = s.counts[3] != 0;
-        n.stale = s.counts[4] != 0;
+        n.feature_records = s.counts.feature_records;
+        n.observed = s.counts.observed;
+        n.downweighted = s.counts.downweighted;
+        n.has_fit = s.counts.has_fit != 0;
+        n.stale = s.counts.stale != 0;
         m_fit.restore(n);
         start_round(s.waiting_sums.size() / N);
         for (std::size_t p = 0; p < m_batch_sums.size(); ++p)
@@ -352,49 +373,6 @@ template <std::size_t Features, class Estimator>
         return {};
     else
         return calibration_for<Features>(opt, estimator.prior());
-}
-
-/// Throws bcl::error unless `s` is what a balancer calibrating `s.features` features (none if 0)
-/// with horizon `horizon` could have saved after emitting `batches` batches and taking `records`
-/// records, with `waiting_batches` formed and not yet popped.
-/// Checks a calibration snapshot against its balancer's counts: `batches` of this epoch (its
-/// ledger), and the batches and records of every epoch (what the fit counted).
-inline void check_calibration_snapshot(const calibration_snapshot& s, std::size_t horizon,
-                                       std::uint64_t batches, std::uint64_t all_batches,
-                                       std::uint64_t records, std::size_t waiting_batches) {
-    auto check = [](bool ok, const char* what) {
-        if (!ok) throw error(std::string("bcl: saved state is inconsistent: ") + what);
-    };
-    const std::size_t features = s.features;
-    if (features == 0) return;
-    check(s.numbers.size() == calibration_snapshot::number_fields(features) &&
-              s.counts.size() == calibration_snapshot::count_fields &&
-              s.applied.size() == features && s.waiting_sums.size() == waiting_batches * features,
-          "calibration fields of the wrong size");
-    for (const double x : s.numbers)
-        check(std::isfinite(x), "a calibration number that is not finite");
-    const std::size_t n = features;
-    for (std::size_t j = 0; j < n; ++j) check(s.numbers[j * n + j] >= 0.0, "a negative variance");
-    for (std::size_t j = n * n + n; j < n * n + 3 * n + 2; ++j)
-        check(s.numbers[j] >= 0.0, "a negative fit coefficient, feature total or count");
-    bool any = false;
-    for (const double c : s.applied) {
-        check(c >= 0.0 && c <= 1e300, "a calibrated coefficient that is negative or not finite");
-        any = any || c > 0.0;
-    }
-    check(any, "calibrated coefficients that are all zero");
-    check(s.counts[0] <= records && s.counts[1] <= all_batches && s.counts[2] <= s.counts[1] &&
-              s.counts[3] <= 1 && s.counts[4] <= 1,
-          "calibration counts that do not fit the balancer's");
-    const std::uint64_t kept = std::min<std::uint64_t>(batches, horizon);
-    check(s.ledger_state.size() == kept && s.ledger_sums.size() == kept * n,
-          "a calibration ledger of the wrong size");
-    for (const std::uint8_t state : s.ledger_state)
-        check(state == 1 || state == 2, "a calibration ledger entry of no known state");
-    for (const double x : s.waiting_sums)
-        check(x >= 0.0 && x < HUGE_VAL, "a batch feature sum that is negative or not finite");
-    for (const double x : s.ledger_sums)
-        check(x >= 0.0 && x < HUGE_VAL, "a batch feature sum that is negative or not finite");
 }
 
 } // namespace bcl::detail

@@ -121,7 +121,7 @@ inline void write_calibration(byte_writer& w, const calibration_snapshot& c) {
     w.u64(c.features);
     if (c.features == 0) return;
     for (const double x : c.numbers) w.f64(x);
-    for (const std::uint64_t x : c.counts) w.u64(x);
+    calibration_counts::visit(c.counts, [&](const char* /*name*/, std::uint64_t x) { w.u64(x); });
     for (const double x : c.applied) w.f64(x);
     for (const double x : c.waiting_sums) w.f64(x);
     w.u64(c.ledger_state.size());
@@ -139,8 +139,9 @@ inline calibration_snapshot read_calibration(byte_reader& r, const options& opt,
     const std::size_t n = c.features;
     c.numbers.resize(calibration_snapshot::number_fields(n));
     for (double& x : c.numbers) x = r.f64("the calibration fit");
-    c.counts.resize(calibration_snapshot::count_fields);
-    for (std::uint64_t& x : c.counts) x = r.u64("the calibration counts");
+    calibration_counts::visit(c.counts, [&](const char* name, std::uint64_t& x) {
+        x = r.u64((std::string("the calibration count ") + name).c_str());
+    });
     c.applied.resize(n);
     for (double& x : c.applied) x = r.f64("the calibrated coefficients");
     c.waiting_sums.resize(waiting_batches * n);

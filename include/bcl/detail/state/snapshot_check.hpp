@@ -25,6 +25,49 @@
 
 namespace bcl::detail {
 
+/// Throws bcl::error unless `s` is what a balancer calibrating `s.features` features (none if 0)
+/// with horizon `horizon` could have saved after emitting `batches` batches and taking `records`
+/// records, with `waiting_batches` formed and not yet popped.
+/// Checks a calibration snapshot against its balancer's counts: `batches` of this epoch (its
+/// ledger), and the batches and records of every epoch (what the fit counted).
+inline void check_calibration_snapshot(const calibration_snapshot& s, std::size_t horizon,
+                                       std::uint64_t batches, std::uint64_t all_batches,
+                                       std::uint64_t records, std::size_t waiting_batches) {
+    auto check = [](bool ok, const char* what) {
+        if (!ok) throw error(std::string("bcl: saved state is inconsistent: ") + what);
+    };
+    const std::size_t features = s.features;
+    if (features == 0) return;
+    check(s.numbers.size() == calibration_snapshot::number_fields(features) &&
+              s.applied.size() == features && s.waiting_sums.size() == waiting_batches * features,
+          "calibration fields of the wrong size");
+    for (const double x : s.numbers)
+        check(std::isfinite(x), "a calibration number that is not finite");
+    const std::size_t n = features;
+    for (std::size_t j = 0; j < n; ++j) check(s.numbers[j * n + j] >= 0.0, "a negative variance");
+    for (std::size_t j = n * n + n; j < n * n + 3 * n + 2; ++j)
+        check(s.numbers[j] >= 0.0, "a negative fit coefficient, feature total or count");
+    bool any = false;
+    for (const double c : s.applied) {
+        check(c >= 0.0 && c <= 1e300, "a calibrated coefficient that is negative or not finite");
+        any = any || c > 0.0;
+    }
+    check(any, "calibrated coefficients that are all zero");
+    const calibration_counts& counts = s.counts;
+    check(counts.feature_records <= records && counts.observed <= all_batches &&
+              counts.downweighted <= counts.observed && counts.has_fit <= 1 && counts.stale <= 1,
+          "calibration counts that do not fit the balancer's");
+    const std::uint64_t kept = std::min<std::uint64_t>(batches, horizon);
+    check(s.ledger_state.size() == kept && s.ledger_sums.size() == kept * n,
+          "a calibration ledger of the wrong size");
+    for (const std::uint8_t state : s.ledger_state)
+        check(state == 1 || state == 2, "a calibration ledger entry of no known state");
+    for (const double x : s.waiting_sums)
+        check(x >= 0.0 && x < HUGE_VAL, "a batch feature sum that is negative or not finite");
+    for (const double x : s.ledger_sums)
+        check(x >= 0.0 && x < HUGE_VAL, "a batch feature sum that is negative or not finite");
+}
+
 inline bool valid_stats(const running_stats& s) noexcept {
     const stats_access::raw r = stats_access::read(s);
     const auto fine = [](double x) { return x >= 0.0 && x < HUGE_VAL; };

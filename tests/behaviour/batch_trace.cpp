@@ -109,7 +109,9 @@ void drive(Make make, const std::vector<double>& lengths, std::size_t restart, b
             }
             while (!held->can_push())
                 if (auto batch = held->pop()) take(*batch);
-            held->push(rec{static_cast<std::uint32_t>(i + epoch * lengths.size()), lengths[i]});
+            held->push(rec{
+                static_cast<std::uint32_t>(i + static_cast<std::size_t>(epoch) * lengths.size()),
+                lengths[i]});
             if (i % 3 == 0)
                 if (auto batch = held->pop()) take(*batch);
         }

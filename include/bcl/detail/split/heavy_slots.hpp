@@ -159,9 +159,8 @@ private:
     std::uint64_t m_seen = 0;
     std::array<std::array<double, rounds_remembered>, slots>
         m_recent{};                        // a ring: round r at r % rounds_remembered
-    std::array<double, slots> m_largest{}; // the maximum of each rounds_remembered
-    bool m_engaged = true;        // costliest-first emission of packed batches: slots are shaped
-    bool m_waits_for_cap = false; // a quantile cap: learn only once it is in force
+    std::array<double, slots> m_largest{}; // each slot's largest remembered record
+    bool m_engaged = true; // costliest-first emission of packed batches: slots are shaped
 };
 
 } // namespace bcl::detail

@@ -243,12 +243,13 @@ constexpr void visit_option_fields(Visit&& visit) {
 } // namespace detail
 
 /// Records a quantile cap waits for before it applies (cap_options::warmup, resolved); 0 for
-/// the other kinds, which have no warm-up. Their `quantile` is never validated (it does not
-/// matter to them), so it is not read here either: 2.0 or NaN would make the default warm-up
-/// a negative or undefined count.
+/// the other kinds, which have no warm-up, and for a quantile outside (0, 1), which
+/// bcl::validate refuses: 1, 2.0 or NaN would make the default warm-up an infinite, negative or
+/// undefined count (the other kinds' `quantile` is never validated, so it is not read either).
 [[nodiscard]] inline std::size_t cap_warmup(const cap_options& cap) noexcept {
     if (cap.kind != cap_kind::quantile) return 0;
     if (cap.warmup != 0) return cap.warmup;
+    if (!(cap.quantile > 0.0 && cap.quantile < 1.0)) return 0;
     return static_cast<std::size_t>(std::ceil(10.0 / (1.0 - cap.quantile) - 1e-9));
 }
 

@@ -9,6 +9,7 @@
 #include <bcl/detail/state/snapshot.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
+#include <bcl/validate.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -116,4 +117,19 @@ TEST_CASE("Every cap kind saves its part of a state and continues exactly from i
             restored.add((i * 53) % 97, c);
         }
     }
+}
+
+TEST_CASE("Validating a quantile outside (0, 1) refuses it without computing a warm-up from it",
+          "[cap-kinds]") {
+    // 1 would make the default warm-up 10 / 0 records; validate() builds the kind before it checks
+    // the kind's fields, so building it must not compute one.
+    for (const double q : {1.0, 2.0, -0.5, 0.0, static_cast<double>(NAN), HUGE_VAL}) {
+        INFO("quantile " << q);
+        const cap_options cap{.kind = cap_kind::quantile, .quantile = q};
+        CHECK(bcl::cap_warmup(cap) == 0);
+        CHECK_THAT(bcl_test::bcl_error_message(
+                       [&] { bcl::validate(bcl::options{.batch_size = 1, .cap = cap}); }),
+                   Catch::Contains("cap.quantile must be in (0, 1)"));
+    }
+    CHECK(bcl::cap_warmup({.kind = cap_kind::quantile, .quantile = 0.99}) == 1000);
 }

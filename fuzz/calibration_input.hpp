@@ -12,6 +12,7 @@
 #include <bcl/calibrated_cost.hpp>
 #include <bcl/detail/calibration/batch_calibration.hpp>
 #include <bcl/options.hpp>
+#include <bcl/validate.hpp>
 
 #include <array>
 #include <bit>

@@ -221,12 +221,12 @@ void state_seeds(const std::filesystem::path& dir) {
     // Mode 4: a built state whose decoded fields change. Each row: the number of changes
     // (1 + first % 4), then per change its kind and arguments, as mutate_fields() reads them.
     const std::vector<std::uint8_t> field_changes[] = {
-        {0, 0, 15},    // round := 2^63
+        {0, 0, 15},    // heavy_seen := 2^63
         {0, 1, 17},    // stats.batches := 2^64 - 2
         {0, 7, 13, 1}, // 2^62 + 5 records more before buffered record 1
         {1, 6, 3, 5},  // 3 records more dropped (and pushed); drop_last toggled
         {0, 18, 2},    // buffered record 2 counted as handed out
-        {0, 11, 9},    // waiting_records := 2^26
+        {0, 11, 9},    // waiting records: 2^26 mod 4096 = 0
     };
     // The mode, the two restore choices (how 0, 20 pushes), the options (checked to read back
     // as `with`), 18 pushes and what follows them (see build_state), their costs from `first`.

@@ -174,9 +174,14 @@ void mutate_fields(bcl::detail::balancer_snapshot& s, byte_source& in) {
         const std::uint8_t what = in.byte();
         note([&] { return "field change " + std::to_string(what % 21); });
         switch (what % 21) {
-        case 0:
-            s.round = pick_u64(in);
+        case 0: { // the heavy slots' round count, and as many remembered records as it implies
+            s.heavy_seen = pick_u64(in);
+            const double level = pick_value(in);
+            const auto remembered = static_cast<std::size_t>(
+                std::min<std::uint64_t>(s.heavy_seen, bcl::detail::heavy_slots::rounds_remembered));
+            for (std::vector<double>& recent : s.heavy_recent) recent.resize(remembered, level);
             break;
+        }
         case 1:
             st.batches = pick_u64(in);
             break;
@@ -221,7 +226,9 @@ void mutate_fields(bcl::detail::balancer_snapshot& s, byte_source& in) {
                 st.delay_histogram[in.byte() % st.delay_histogram.size()] = pick_u64(in);
             break;
         case 11:
-            s.waiting_records = static_cast<std::size_t>(pick_u64(in));
+            // Another count of waiting records: some dropped, or copies of the last appended.
+            s.waiting_arrivals.resize(static_cast<std::size_t>(pick_u64(in) % 4096),
+                                      s.waiting_arrivals.empty() ? 0 : s.waiting_arrivals.back());
             break;
         case 12:
             s.arrival_cost_total = pick_value(in);

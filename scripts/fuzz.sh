@@ -32,7 +32,8 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
 fi
 echo "== configuring and building $build/ with $cxx"
 cmake -S . -B "$build" "${configure_args[@]}" >/dev/null
-cmake --build "$build" -j 2 --target "${targets[@]/#/bcl-fuzz-}"
+# The seed corpus generator too, so that it keeps building.
+cmake --build "$build" -j 2 --target "${targets[@]/#/bcl-fuzz-}" bcl-fuzz-make-corpus
 
 work="${BCL_FUZZ_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/bcl-fuzz.XXXXXX")}"
 mkdir -p "$work"

@@ -294,25 +294,27 @@ void draw_records(rank_setup& setup, int rank, int ranks) {
         return bench_record{x.id, x.length, x.cost,
                             bcl_sim::record_cost(cfg.true_cost, x.length, r, i)};
     };
+    // With `global`, every rank's stream, this rank's own records among them (sliced below, not
+    // drawn twice).
+    setup.all_records.clear();
+    setup.all_id_sum = 0;
+    const std::size_t streams = runs_global(cfg) ? static_cast<std::size_t>(ranks) : 0;
+    setup.all_records.reserve(streams * n);
+    for (std::size_t r = 0; r < streams; ++r)
+        for (std::size_t i = 0; i < n; ++i) {
+            setup.all_records.push_back(draw(r, i));
+            setup.all_id_sum += id_term(setup.all_records.back());
+        }
     setup.records.clear();
     setup.records.reserve(n);
     setup.cost_sum = 0.0;
     setup.id_sum = 0;
+    const auto own = static_cast<std::size_t>(rank);
     for (std::size_t i = 0; i < n; ++i) {
-        setup.records.push_back(draw(static_cast<std::size_t>(rank), i));
+        setup.records.push_back(streams != 0 ? setup.all_records[own * n + i] : draw(own, i));
         setup.cost_sum += setup.records.back().truth;
         setup.id_sum += id_term(setup.records.back());
     }
-    setup.all_records.clear();
-    setup.all_id_sum = 0;
-    if (!runs_global(cfg)) return;
-    setup.all_records.reserve(static_cast<std::size_t>(ranks) * n);
-    for (std::size_t r = 0; r < static_cast<std::size_t>(ranks); ++r)
-        for (std::size_t i = 0; i < n; ++i) {
-            // This rank's own records again, drawn by the same code: equal by construction.
-            setup.all_records.push_back(draw(r, i));
-            setup.all_id_sum += id_term(setup.all_records.back());
-        }
 }
 
 /// Parses the flags and draws the stream. Never throws and never communicates: whatever goes

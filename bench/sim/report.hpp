@@ -33,7 +33,7 @@ struct cli_options {
     std::string cap_text = "none";
     std::string cap_action_text = "clip";
     std::string cap_prior_text = "none";
-    std::string mean_cost_text = "none";
+    std::string mean_cost_text = "running";
     std::string epoch_start_text = "carry";
     std::string batching_text = "packed";
     std::string emission_text = "costliest_first";

@@ -36,9 +36,10 @@ struct sim_config : run_settings {
     bcl::cap_action cap_action = bcl::cap_action::clip; ///< --cap-action
     cap_prior_spec cap_prior; ///< --cap-prior (default none): a quantile cap's warm-up cap
     /// --mean-cost: the mean cost per record the sliding rounds aim at (bcl::options::mean_cost).
-    /// Empty: each rank's own running mean (bcl's default); `exact` (mean_cost_exact): the mean
-    /// cost of the file's lengths (of the pilot sample for a synthetic distribution), capped as
-    /// the run's --cap caps them (capped_mean_cost); `epoch`: run_settings::mean_cost_epoch.
+    /// Empty (`running`): each rank's own running mean (bcl's default); `exact` (mean_cost_exact):
+    /// the mean cost of the file's lengths (of the pilot sample for a synthetic distribution),
+    /// capped as the run's --cap caps them (capped_mean_cost); `epoch`:
+    /// run_settings::mean_cost_epoch.
     std::optional<double> mean_cost;
     bool mean_cost_exact = false;
     /// --true-cost: what the ranks truly spend (every metric is computed on it); nothing: `cost`.
@@ -56,13 +57,13 @@ struct sim_config : run_settings {
     }
 };
 
-/// Parses a --mean-cost value into `cfg`: `none`, `exact`, `epoch`, or a cost > 0. Throws
+/// Parses a --mean-cost value into `cfg`: `running`, `exact`, `epoch`, or a cost > 0. Throws
 /// input_error.
 inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
     cfg.mean_cost.reset();
     cfg.mean_cost_exact = false;
     cfg.mean_cost_epoch = false;
-    if (text == "none") return;
+    if (text == "running") return;
     if (text == "exact") {
         cfg.mean_cost_exact = true;
         return;
@@ -74,7 +75,7 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
     const std::optional<double> value = detail::parse_number(text);
     if (!value || !(*value > 0.0) || !std::isfinite(*value))
         throw input_error(
-            fmt::format("--mean-cost {}: expected none, exact, epoch, or a cost > 0", text));
+            fmt::format("--mean-cost {}: expected running, exact, epoch, or a cost > 0", text));
     cfg.mean_cost = *value;
 }
 

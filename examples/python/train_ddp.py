@@ -261,7 +261,7 @@ def run(rank, args):
                                                           num_replicas=RANKS, rank=rank,
                                                           shuffle=True, seed=args.seed)
         else:
-            mean_cost = "running" if name == "bcl-running" else 0.0
+            mean_cost = "running" if name == "bcl-running" else "epoch"
             batches = bcl.BalancedBatchSampler(shard, costs, args.batch_size,
                                                mean_cost=mean_cost)
         loader = DataLoader(dataset, batch_sampler=batches, collate_fn=list)

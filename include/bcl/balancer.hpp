@@ -94,7 +94,7 @@ public:
         m_buffer.reserve(m_capacity);
         m_partition.reserve(window, m_options.lookahead);
         m_order.reserve(m_options.lookahead);
-        m_delays.reserve(std::min(max_delay_bound(m_options) + 1, delays_reserved), m_stats);
+        m_delays.reserve(std::min(m_rounds.max_delay() + 1, delays_reserved), m_stats);
         m_ready.reserve(window, m_options.lookahead);
         m_calibration.reserve(m_options.lookahead);
     }

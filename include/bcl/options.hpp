@@ -154,8 +154,11 @@ struct options {
     std::size_t max_age = 2;
     /// Sliding: the long-run mean cost of a record, in cost units, that rounds aim their batches
     /// at (B times it per batch); also the yardstick of the heavy batches under costliest-first
-    /// emission. Default 0: the mean of every record pushed so far, which each rank estimates
-    /// from its own records. A loader that knows its dataset's mean cost up front (a map-style
+    /// emission. Default 0, not given: a balancer then aims at the running mean of every record
+    /// pushed so far, which each rank estimates from its own records (bcl-sim's `--mean-cost
+    /// running`, Python's `mean_cost="running"`); a sampler that draws its epoch up front
+    /// (bcl::torch::balanced_sampler, Python's default `"epoch"`) computes that epoch's mean and
+    /// passes it here. A loader that knows its dataset's mean cost up front (a map-style
     /// dataset) can pass it: every rank then aims at the same level from the first round, which
     /// lines up their batches further, most over short runs (docs/alignment.md). Under a cap,
     /// pass the mean of the capped costs, which is what the running mean averages: a level a few

@@ -30,11 +30,10 @@ inline void check_choices(const options& opt) {
 
 inline void check_cap_and_budget(const options& opt) {
     const cap_options& cap = opt.cap;
-    const cap_kinds kind = make_cap_kind(cap); // bcl::error for no such kind
+    validate_cap_kind(cap); // the kind exists and its fields are in range
     if (cap.action != cap_action::clip && cap.action != cap_action::truncate)
         throw error("bcl::options::cap.action has no such action (" +
                     std::to_string(static_cast<int>(cap.action)) + ")");
-    std::visit([&](const auto& k) { k.validate(cap); }, kind);
     if (!(opt.mean_cost >= 0.0 && opt.mean_cost <= max_estimate))
         throw error("bcl::options::mean_cost must be >= 0 and at most bcl::max_estimate (got " +
                     std::to_string(opt.mean_cost) + ")");
@@ -72,12 +71,12 @@ inline void validate(const options& opt) {
         throw error("bcl::options: batch_size * lookahead = " + std::to_string(opt.batch_size) +
                     " * " + std::to_string(opt.lookahead) + " exceeds the largest window of " +
                     std::to_string(max_window_records) + " records");
-    const detail::round_policy policy = detail::make_round_policy(opt);
+    // Each check reads only what the ones before it have found valid, and builds nothing.
+    detail::require_known_policy(opt);
     detail::check_choices(opt);
     detail::check_cap_and_budget(opt);
     detail::check_calibration(opt.calibration);
-    std::visit([](const auto& rounds) { rounds.validate(max_window_records, max_delay_limit); },
-               policy);
+    detail::validate_policy_settings(opt, max_window_records, max_delay_limit);
 }
 
 /// Records a balancer with these (valid) options holds before it must emit a round.

@@ -1,5 +1,5 @@
-"""Each epoch's own mean cost: with mean_cost=0 (the default) every epoch's balancer aims its
-sliding rounds at the mean cost of that epoch's indices on this rank, as the cap clips them,
+"""Each epoch's own mean cost: with mean_cost="epoch" (the default) every epoch's balancer aims
+its sliding rounds at the mean cost of that epoch's indices on this rank, as the cap clips them,
 instead of a running mean that starts afresh every epoch. A fixed mean_cost is used as given;
 mean_cost="running" keeps the balancer's running mean."""
 
@@ -133,6 +133,13 @@ def test_a_state_saved_mid_epoch_with_running_resumes_exactly():
     assert head + list(second) == expected
 
 
+@pytest.mark.parametrize("given", [0, 0.0, -1.0, float("nan"), "epochs", "fixed", ""])
+def test_mean_cost_is_a_mode_by_name_or_a_cost_above_zero(given):
+    # 0 is no level: the mode is named ("epoch" or "running"), never spelled 0.
+    with pytest.raises(bcl.Error, match="mean_cost"):
+        bcl.BalancedBatchSampler(range(10), np.ones(10), 4, mean_cost=given)
+
+
 def test_a_fixed_mean_cost_is_used_for_every_epoch():
     costs = sequence_costs(500)
     sampler = bcl.BalancedBatchSampler(range(500), costs, 4, mean_cost=123.5)
@@ -158,7 +165,7 @@ def test_a_state_saved_mid_epoch_keeps_the_epochs_level():
 
 @pytest.mark.parametrize(
     "saved, loading",
-    [(0.0, 5.0), (5.0, 0.0), (0.0, "running"), ("running", 0.0), (5.0, "running"),
+    [("epoch", 5.0), (5.0, "epoch"), ("epoch", "running"), ("running", "epoch"), (5.0, "running"),
      ("running", 5.0)],
 )
 def test_a_state_needs_a_sampler_with_the_same_mean_cost(saved, loading):

@@ -47,7 +47,8 @@ def test_error_is_a_value_error():
         (dict(cap="p99", cap_action="drop"), "cap.action has no such value"),
         (dict(cap="p99", cap_action="truncate"), "a dataset index cannot be shrunk"),
         (dict(mean_cost=-1.0), "mean_cost must be >= 0"),
-        (dict(mean_cost="high"), "mean_cost must be a number or 'running'"),
+        (dict(mean_cost="high"), "mean_cost must be 'epoch', 'running' or a cost > 0"),
+        (dict(mean_cost=0.0), "got 0: name the mode"),
         (dict(memory_budget=-1.0), "memory_budget must be finite and >= 0"),
         (dict(memory_budget=10.0), "no memory estimate was given"),
         (dict(policy="sliding", buffer_windows=2, max_age=0), "max_age"),
@@ -62,7 +63,7 @@ def test_bad_options_name_the_option(options, words):
 @pytest.mark.parametrize(
     "bad, text", [(-1.0, "-1"), (math.nan, "nan"), (math.inf, "inf"), (1e121, "1e+121")]
 )
-@pytest.mark.parametrize("mean_cost", [0.0, 1.0, "running"])
+@pytest.mark.parametrize("mean_cost", ["epoch", 1.0, "running"])
 def test_a_bad_cost_in_a_table_is_refused_when_the_sampler_is_built(bad, text, mean_cost):
     # The whole table is checked up front, so every rank raises the same error before its first
     # step, whichever indices its share of the epoch holds.
@@ -73,7 +74,7 @@ def test_a_bad_cost_in_a_table_is_refused_when_the_sampler_is_built(bad, text, m
     assert str(e.value).startswith(f"costs[17] is {text}; it must be >= 0 and at most")
 
 
-@pytest.mark.parametrize("mean_cost", [0.0, 1.0])
+@pytest.mark.parametrize("mean_cost", ["epoch", 1.0])
 def test_a_bad_cost_from_a_callable_names_the_dataset_index_before_the_epochs_first_batch(
     mean_cost,
 ):

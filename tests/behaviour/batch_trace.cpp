@@ -1,8 +1,8 @@
 // bcl-batch-trace: prints one line per configuration with a digest of every batch a balancer
-// emits (record identities in order, batch costs, statistics, saved state sizes) over a grid of
-// options, estimators and workloads. It uses the public API only, so the same source builds
-// against any revision of include/; scripts/compare_batches.sh builds it against two revisions and
-// requires identical output: the proof that a restructuring left behaviour unchanged.
+// emits (record identities in order, batch costs, statistics, the records a saved state holds)
+// over a grid of options, estimators and workloads. It uses the public API only, so the same source
+// builds against any revision of include/; scripts/compare_batches.sh builds it against two
+// revisions and requires identical output: the proof that a restructuring left behaviour unchanged.
 
 #include <bcl/bcl.hpp>
 
@@ -100,8 +100,9 @@ void drive(Make make, const std::vector<double>& lengths, std::size_t restart, b
             if (restart != 0 && i % restart == restart / 2 && i != 0) {
                 if constexpr (std::is_copy_constructible_v<rec>) {
                     auto state = held->save();
+                    // The records it holds, not its bytes' length: the behaviour, not the format.
                     const std::string bytes = state.to_bytes();
-                    d.add(std::uint64_t{bytes.size()});
+                    d.add(std::uint64_t{state.pending.size()});
                     auto again = Balancer::state::from_bytes(bytes, state.pending);
                     held.reset();
                     held.emplace(make(std::move(again)));

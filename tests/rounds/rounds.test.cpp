@@ -107,22 +107,23 @@ TEST_CASE("Sliding rejects an empty buffer, a buffer or delay bound over the lim
     // B = 2, K = 3: a window of 6, a buffer of 4 windows = 24 records, a delay bound of
     // (3 + 1) * 3 = 12 batches.
     const shape ok{2, 3, 4, 3};
-    CHECK_NOTHROW(sliding_of(ok).validate(24, 12));
-    CHECK_THROWS_WITH(sliding_of(ok).validate(23, 100),
+    CHECK_NOTHROW(sliding_rounds::validate(sliding_of(ok).settings, 24, 12));
+    CHECK_THROWS_WITH(sliding_rounds::validate(sliding_of(ok).settings, 23, 100),
                       Contains("buffer_windows * batch_size * lookahead = 4 * 2 * 3") &&
                           Contains("largest buffer of 23"));
-    CHECK_THROWS_WITH(sliding_of(ok).validate(100, 11),
+    CHECK_THROWS_WITH(sliding_rounds::validate(sliding_of(ok).settings, 100, 11),
                       Contains("max_age is too large (3)") && Contains("at most 11"));
 
-    CHECK_THROWS_WITH(sliding_of({2, 3, 0, 3}).validate(100, 100),
+    CHECK_THROWS_WITH(sliding_rounds::validate(sliding_of({2, 3, 0, 3}).settings, 100, 100),
                       Contains("buffer_windows must be at least 1 (got 0)"));
-    CHECK_NOTHROW(sliding_of({2, 3, 4, 3}).validate(100, 100)); // max_age = buffer_windows - 1
-    CHECK_THROWS_WITH(sliding_of({2, 3, 4, 2}).validate(100, 100),
+    CHECK_NOTHROW(sliding_rounds::validate(sliding_of({2, 3, 4, 3}).settings, 100,
+                                           100)); // max_age = buffer_windows - 1
+    CHECK_THROWS_WITH(sliding_rounds::validate(sliding_of({2, 3, 4, 2}).settings, 100, 100),
                       Contains("max_age must be at least buffer_windows - 1 = 3 (got 2)"));
 
     // Tumbling has nothing of its own to check.
     const auto t = bcl::detail::make_round_policy(options_of(ok, bcl::lookahead_policy::tumbling));
-    CHECK_NOTHROW(std::get<tumbling_rounds>(t).validate(0, 0));
+    CHECK_NOTHROW(tumbling_rounds::validate(std::get<tumbling_rounds>(t).settings, 0, 0));
 
     // Through bcl::validate, with the library's limits.
     bcl::options huge = options_of(ok, bcl::lookahead_policy::sliding);

@@ -357,8 +357,13 @@ TEST_CASE("epochs: bad --epoch-steps, and --mean-cost epoch without epochs, are 
     // Another --mean-cost value clears `epoch`; an unknown one names the choices.
     bcl_sim::parse_mean_cost("exact", cfg);
     CHECK_FALSE(cfg.mean_cost_epoch);
-    CHECK_THROWS_WITH(bcl_sim::parse_mean_cost("epochs", cfg),
-                      Contains("--mean-cost epochs: expected none, exact, epoch, or a cost > 0"));
+    // `running` (the default) is each rank's running mean: no level given, none computed.
+    bcl_sim::parse_mean_cost("running", cfg);
+    CHECK((!cfg.mean_cost && !cfg.mean_cost_exact && !cfg.mean_cost_epoch));
+    CHECK_THROWS_WITH(bcl_sim::parse_mean_cost("none", cfg), Contains("expected running"));
+    CHECK_THROWS_WITH(
+        bcl_sim::parse_mean_cost("epochs", cfg),
+        Contains("--mean-cost epochs: expected running, exact, epoch, or a cost > 0"));
     // Set through the API, epoch and a given mean contradict each other.
     cfg.mean_cost_exact = false;
     cfg.mean_cost = 5.0;

@@ -1,6 +1,6 @@
 #pragma once
-// A variant's alternative chosen by its index, as an options enum names it, and a visit of the
-// alternative it holds.
+// A variant's alternative chosen by its index, as an options enum names it (its type, to check its
+// settings before any is built, or one built), and a visit of the alternative it holds.
 
 #include <bcl/detail/config.hpp>
 
@@ -11,6 +11,20 @@
 #include <variant>
 
 namespace bcl::detail {
+
+/// f(std::type_identity<the alternative number `index` of Variant>{}), building nothing: what
+/// checks an alternative's settings (a static validate) before one is constructed from them.
+/// False for an index past its alternatives.
+template <class Variant, class F>
+bool visit_alternative_type(std::size_t index, F&& f) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return ((index == I
+                     ? (f(std::type_identity<std::variant_alternative_t<I, Variant>>{}), true)
+                     : false) ||
+                ...);
+    }
+    (std::make_index_sequence<std::variant_size_v<Variant>>{});
+}
 
 /// The alternative number `index` of `Variant`, constructed from `arg`; nothing for an index past
 /// its alternatives. A policy or cap kind is the enum value of its position in the variant that

@@ -45,20 +45,28 @@ _WHO = "bcl.BalancedBatchSampler"
 
 
 def _mean_cost_mode(mean_cost: Union[float, str]) -> tuple[str, float]:
-    """("epoch" | "fixed" | "running", the options::mean_cost the sampler's options hold)."""
+    """("epoch" | "fixed" | "running", the options::mean_cost the sampler's options hold: the
+    level when fixed, else 0, which bcl::options reads as "not given")."""
     if isinstance(mean_cost, str):
-        if mean_cost != "running":
+        if mean_cost not in ("epoch", "running"):
             raise Error(
-                f"bcl::options::mean_cost must be a number or 'running' (got {mean_cost!r})"
+                "bcl::options::mean_cost must be 'epoch', 'running' or a cost > 0 "
+                f"(got {mean_cost!r})"
             )
-        return "running", 0.0
+        return mean_cost, 0.0
     level = inputs.real("mean_cost", mean_cost)
-    return ("epoch" if level == 0.0 else "fixed"), level
+    if level == 0.0:
+        raise Error(
+            "bcl::options::mean_cost must be 'epoch', 'running' or a cost > 0 (got 0: name "
+            "the mode, 'epoch' for each epoch's own mean, the default, or 'running' for the "
+            "balancer's running mean)"
+        )
+    return "fixed", level
 
 
 # How a state_dict() names the mean-cost mode its epoch ran in, for load_state_dict()'s message.
 _MEAN_COST_MODES = {
-    "epoch": "mean_cost=0 (each epoch's own)",
+    "epoch": "mean_cost='epoch' (each epoch's own)",
     "fixed": "a fixed mean_cost",
     "running": "mean_cost='running'",
 }
@@ -160,13 +168,13 @@ class BalancedBatchSampler(_SamplerBase):
             ``cap_action`` (only ``"clip"``: an index cannot be truncated) as in C++.
         memory: per-index memory estimate, in the same forms as ``costs``.
         memory_budget: largest total memory of one batch (0: no limit); needs ``memory``.
-        mean_cost: the mean cost of an index that the sliding rounds aim at. 0, the default:
-            each epoch, the mean cost of that epoch's indices on this rank, as the cap clips
-            them (``bcl::stream_mean_cost``), computed when the epoch starts; the sampler holds
-            the epoch's indices anyway. A number > 0 fixes it for every epoch instead.
-            ``"running"``: the balancer estimates it from the indices it has taken so far
-            (the C++ balancer's default, options::mean_cost 0), so the ranks aim at levels
-            far apart early in the first epoch.
+        mean_cost: the mean cost of an index that the sliding rounds aim at, by name.
+            ``"epoch"``, the default: each epoch, the mean cost of that epoch's indices on this
+            rank, as the cap clips them (``bcl::stream_mean_cost``), computed when the epoch
+            starts; the sampler holds the epoch's indices anyway. ``"running"``: the balancer
+            estimates it from the indices it has taken so far (what a C++ balancer does when
+            options::mean_cost is not given), so the ranks aim at levels far apart early in the
+            first epoch. A number > 0 fixes it for every epoch.
         emission, batching, buffer_windows, max_age, largest_first: the ``bcl::options``
             fields of the same names, enum values by their C++ names (``"costliest_first"``,
             ``"shuffled"``, ``"packed"``, ``"padded"``). A collate_fn that pads every sequence
@@ -200,7 +208,7 @@ class BalancedBatchSampler(_SamplerBase):
         batching: str = "packed",
         buffer_windows: int = 2,
         max_age: int = 2,
-        mean_cost: Union[float, str] = 0.0,
+        mean_cost: Union[float, str] = "epoch",
         largest_first: bool = False,
         cap_warmup: int = 0,
         cap_action: str = "clip",
@@ -345,7 +353,7 @@ class BalancedBatchSampler(_SamplerBase):
     def mean_cost(self) -> float:
         """The mean cost per index the current (or last) epoch's balancer aims at: the option
         when it is fixed, else the epoch's own mean; 0 before the first epoch has started, and
-        always 0 with mean_cost='running' (the balancer's own running estimate)."""
+        always 0 with mean_cost="running" (the balancer's own running estimate)."""
         run = self._resume or self._run
         return run.level if run is not None else self._options.mean_cost
 

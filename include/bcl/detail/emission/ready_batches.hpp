@@ -119,18 +119,17 @@ public:
     }
 
     /// Its part of a saved state: the waiting batches' costs and memory, and their records'
-    /// count and arrivals (the records lead the state's pending records).
+    /// arrivals (the records lead the state's pending records).
     template <class Snapshot>
     void save_into(Snapshot& s, std::size_t batch_size) const {
         s.waiting_batch_costs.assign(waiting_costs().begin(), waiting_costs().end());
         s.waiting_batch_memory.assign(waiting_memory().begin(), waiting_memory().end());
-        s.waiting_records = waiting_records(batch_size);
         const std::span<const std::uint64_t> arrivals = waiting_arrivals(batch_size);
         s.waiting_arrivals.assign(arrivals.begin(), arrivals.end());
     }
     template <class Snapshot, class Iterator>
     void restore_from(const Snapshot& s, Iterator records) {
-        restore(records, s.waiting_records, s.waiting_arrivals, s.waiting_batch_costs,
+        restore(records, s.waiting_records(), s.waiting_arrivals, s.waiting_batch_costs,
                 s.waiting_batch_memory);
     }
 

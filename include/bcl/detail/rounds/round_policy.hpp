@@ -24,19 +24,45 @@ namespace bcl::detail {
 
 /// The rounds of each lookahead policy, in the order of bcl::lookahead_policy's values: a policy
 /// is its value there and its component here (a type constructible from round_settings with
-/// capacity(), max_delay(), validate(), reserve(), may_hold() and choose(), like
-/// tumbling_rounds). Adding one is its file, its #include here and its name in this list.
+/// capacity(), max_delay(), a static validate(settings, max_buffer, max_delay), reserve(),
+/// may_hold() and choose(), like tumbling_rounds). Adding one is its file, its #include here and
+/// its name in this list.
 using round_policy = std::variant<tumbling_rounds, sliding_rounds>;
 
 /// The component of opt.policy. Throws bcl::error for a value that names no policy.
+[[nodiscard]] inline error unknown_policy(const options& opt) {
+    return error("bcl::options::policy has no such lookahead policy (" +
+                 std::to_string(static_cast<int>(opt.policy)) + ")");
+}
+
+/// Throws bcl::error unless options::policy names one of round_policy's policies.
+inline void require_known_policy(const options& opt) {
+    if (static_cast<std::size_t>(opt.policy) >= std::variant_size_v<round_policy>)
+        throw unknown_policy(opt);
+}
+
+[[nodiscard]] inline round_settings round_settings_of(const options& opt) noexcept {
+    return {opt.batch_size, opt.lookahead, opt.buffer_windows, opt.max_age};
+}
+
+/// Throws bcl::error naming the first of the policy's settings out of range (a buffer above
+/// `max_buffer` records, a delay bound above `max_delay` batches), by the policy's type: nothing
+/// is built from the unchecked settings.
+inline void validate_policy_settings(const options& opt, std::size_t max_buffer,
+                                     std::size_t max_delay) {
+    require_known_policy(opt);
+    (void)visit_alternative_type<round_policy>(
+        static_cast<std::size_t>(opt.policy), [&](auto policy) {
+            decltype(policy)::type::validate(round_settings_of(opt), max_buffer, max_delay);
+        });
+}
+
+/// The policy `opt` names, built from its (valid, bcl::validate) settings.
 [[nodiscard]] inline round_policy make_round_policy(const options& opt) {
-    const round_settings s{opt.batch_size, opt.lookahead, opt.buffer_windows, opt.max_age};
     std::optional<round_policy> made =
-        variant_of<round_policy>(static_cast<std::size_t>(opt.policy), s);
-    if (!made)
-        throw error("bcl::options::policy has no such lookahead policy (" +
-                    std::to_string(static_cast<int>(opt.policy)) + ")");
-    return *made;
+        variant_of<round_policy>(static_cast<std::size_t>(opt.policy), round_settings_of(opt));
+    if (!made) throw unknown_policy(opt);
+    return std::move(*made);
 }
 
 /// The records one round takes and how they fall into batches.
@@ -65,6 +91,10 @@ public:
     /// Records the buffer holds before a round must run.
     [[nodiscard]] std::size_t capacity() const noexcept {
         return visit_held(m_policy, [](const auto& rounds) { return rounds.capacity(); });
+    }
+    /// The most batches a record waits beyond its own (bcl::max_delay_bound).
+    [[nodiscard]] std::size_t max_delay() const noexcept {
+        return visit_held(m_policy, [](const auto& rounds) { return rounds.max_delay(); });
     }
 
     /// The next round's records: min(held, K*B) of `buffer`'s, `round` rounds having run,

@@ -38,11 +38,10 @@ public:
         return (settings.max_age + 1) * settings.lookahead - 1;
     }
 
-    /// Throws bcl::error naming the first sliding option that is out of range: a buffer above
-    /// `max_buffer` records, a delay bound above `max_delay` batches. The window (B * K) is
+    /// Throws bcl::error naming the first sliding option of `s` that is out of range: a buffer
+    /// above `max_buffer` records, a delay bound above `max_delay` batches. The window (B * K) is
     /// already known to be valid.
-    void validate(std::size_t max_buffer, std::size_t max_delay) const {
-        const round_settings& s = settings;
+    static void validate(const round_settings& s, std::size_t max_buffer, std::size_t max_delay) {
         if (s.buffer_windows == 0)
             throw error("bcl::options::buffer_windows must be at least 1 (got 0)");
         if (s.buffer_windows > max_buffer / s.window())

@@ -19,7 +19,8 @@ struct tumbling_rounds {
     [[nodiscard]] std::size_t capacity() const noexcept { return settings.window(); }
     [[nodiscard]] std::size_t max_delay() const noexcept { return settings.lookahead - 1; }
     /// Nothing to check beyond the settings every policy shares.
-    void validate(std::size_t /*max_buffer*/, std::size_t /*max_delay*/) const noexcept {}
+    static void validate(const round_settings& /*s*/, std::size_t /*max_buffer*/,
+                         std::size_t /*max_delay*/) noexcept {}
     void reserve(std::size_t /*buffer*/) noexcept {}
 
     /// Whether a saved buffer could hold the record at `slot` (arrival `arrival`) after `round`

@@ -36,7 +36,6 @@ struct balancer_state_io {
         balancer_snapshot s;
         s.opt = b.m_options;
         s.finished = b.m_finished;
-        s.round = b.m_stats.windows;
         s.last_batch_cost = b.m_last_batch_cost;
         s.stats = b.m_stats;
         s.tracks_memory = Balancer::tracks_memory;
@@ -65,7 +64,7 @@ struct balancer_state_io {
         b.m_order.restore_from(s);
         b.m_ready.restore_from(s, saved.pending.begin());
         b.m_buffer.restore_from(s, saved.pending.begin() +
-                                       static_cast<std::ptrdiff_t>(s.waiting_records));
+                                       static_cast<std::ptrdiff_t>(s.waiting_records()));
         b.m_cap.restore_from(s);
         b.m_heavy.restore_from(s);
         b.m_calibration.restore_from(s, b.m_stats.batches, b.m_estimator, b.m_buffer);

@@ -7,6 +7,7 @@
 
 #include <bcl/error.hpp>
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -30,10 +31,13 @@ namespace bcl::detail {
 class byte_writer {
 public:
     void u64(std::uint64_t v) {
-        for (int i = 0; i < 8; ++i) m_out.push_back(static_cast<char>((v >> (8 * i)) & 0xffU));
+        std::array<char, 8> bytes{}; // appended at once: a state is mostly these
+        for (std::size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>((v >> (8 * i)) & 0xffU);
+        m_out.append(bytes.data(), bytes.size());
     }
     void f64(double v) { u64(std::bit_cast<std::uint64_t>(v)); }
     void flag(bool v) { u64(v ? 1 : 0); }
+    [[nodiscard]] std::size_t size() const noexcept { return m_out.size(); }
     /// Appends the checksum of everything written so far and returns the bytes.
     [[nodiscard]] std::string finish() {
         u64(fnv1a(m_out));

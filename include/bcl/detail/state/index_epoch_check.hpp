@@ -58,7 +58,7 @@ void check_index_epoch(std::string_view who, const balancer_snapshot& snapshot,
                         ", where the balancer says that record arrived, is " +
                         text(pushed[static_cast<std::size_t>(at)]));
     };
-    const std::size_t waiting = snapshot.waiting_records;
+    const std::size_t waiting = snapshot.waiting_records();
     for (std::size_t i = 0; i < waiting; ++i) check_held(i, snapshot.waiting_arrivals[i]);
     for (std::size_t j = 0; j < snapshot.buffer_arrivals.size(); ++j)
         check_held(waiting + j, snapshot.buffer_arrivals[j]);

@@ -99,10 +99,10 @@ inline void check_consistent(const balancer_snapshot& s) {
                 "earlier epochs that counted more than any balancer can reach");
     check_saved(waiting <= o.lookahead,
                 text(waiting) + " waiting batches, more than lookahead = " + text(o.lookahead));
-    check_saved(s.waiting_records <= waiting * b &&
-                    (waiting == 0 || s.waiting_records > (waiting - 1) * b),
-                text(s.waiting_records) + " waiting records for " + text(waiting) + " batches of " +
-                    text(b));
+    check_saved(s.waiting_records() <= waiting * b &&
+                    (waiting == 0 || s.waiting_records() > (waiting - 1) * b),
+                text(s.waiting_records()) + " waiting records for " + text(waiting) +
+                    " batches of " + text(b));
     check_saved(buffered <= buffer_capacity(o), text(buffered) +
                                                     " buffered records, more than the buffer's " +
                                                     text(buffer_capacity(o)));
@@ -114,17 +114,16 @@ inline void check_consistent(const balancer_snapshot& s) {
 
     // Rounds and batches. Before finish() every round took exactly K*B records; the drain's
     // rounds take K*B or, the last one, all that is left.
-    const std::uint64_t formed = st.records_out + s.waiting_records;
-    check_saved(st.windows == s.round,
-                text(st.windows) + " windows in " + text(s.round) + " rounds");
+    const std::uint64_t formed = st.records_out + s.waiting_records();
+    const std::uint64_t rounds_run = st.windows;
     // (Divisions, not products: the counts are bounded, their products need not be.)
     if (!s.finished) {
-        check_saved(formed % window == 0 && s.round == formed / window,
-                    text(formed) + " records formed into batches in " + text(s.round) +
+        check_saved(formed % window == 0 && rounds_run == formed / window,
+                    text(formed) + " records formed into batches in " + text(rounds_run) +
                         " rounds of " + text(window) + " before the input ended");
     } else {
-        check_saved(s.round == (formed + window - 1) / window,
-                    text(formed) + " records formed into batches in " + text(s.round) +
+        check_saved(rounds_run == (formed + window - 1) / window,
+                    text(formed) + " records formed into batches in " + text(rounds_run) +
                         " rounds of at most " + text(window));
         check_saved(formed % window == 0 || buffered == 0,
                     "a round short of " + text(window) + " records left records in the buffer");
@@ -138,7 +137,7 @@ inline void check_consistent(const balancer_snapshot& s) {
                 text(st.batches) + " batches handed out for " + text(st.records_out) + " records");
     check_saved(!short_out || (s.finished && s.pending_records() == 0),
                 "the short batch was handed out before the last");
-    check_saved(s.waiting_records % b == 0 || (s.finished && buffered == 0),
+    check_saved(s.waiting_records() % b == 0 || (s.finished && buffered == 0),
                 "a short batch is waiting before the last round");
 
     // Buffered records: valid costs, arrival positions in order and where the policy keeps them.
@@ -150,16 +149,13 @@ inline void check_consistent(const balancer_snapshot& s) {
                     "an invalid cost for buffered record " + text(i));
         const std::uint64_t a = s.buffer_arrivals[i];
         const bool in_order = a < st.records_in && (i == 0 || a > previous);
-        const bool in_place =
-            std::visit([&](const auto& rounds) { return rounds.may_hold(a, i, s.round); }, policy);
+        const bool in_place = std::visit(
+            [&](const auto& rounds) { return rounds.may_hold(a, i, st.windows); }, policy);
         check_saved(in_order && in_place,
                     "an invalid arrival position for buffered record " + text(i));
         previous = a;
     }
     // Every record held is named by its arrival position, and no position twice.
-    check_saved(s.waiting_arrivals.size() == s.waiting_records,
-                text(s.waiting_arrivals.size()) + " arrival positions for " +
-                    text(s.waiting_records) + " waiting records");
     std::vector<std::uint64_t> held(s.waiting_arrivals);
     held.insert(held.end(), s.buffer_arrivals.begin(), s.buffer_arrivals.end());
     std::sort(held.begin(), held.end());
@@ -210,7 +206,7 @@ inline void check_consistent(const balancer_snapshot& s) {
     check_saved(st.peak_batch_memory >= 0.0 && st.peak_batch_memory < HUGE_VAL,
                 "an invalid peak batch memory");
     check_saved(s.quantile_cap >= 0.0, "an invalid quantile cap");
-    check_saved(s.heavy_seen <= learned.rounds + s.round,
+    check_saved(s.heavy_seen <= learned.rounds + st.windows,
                 "heavy slots that saw more rounds than ran");
     for (const std::vector<double>& recent : s.heavy_recent)
         for (const double x : recent)

@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
     app.add_option("--mean-cost", opt.mean_cost_text,
                    "the mean cost per record the bcl policies aim their batches at: running (each "
                    "rank's own running mean, bcl::options::mean_cost 0) | exact (the workload's "
-                   "mean cost, capped as --cap "
-                   "caps it, which a loader of a map-style dataset knows) | epoch (with "
+                   "mean cost, capped as --cap caps it, which a loader of a map-style dataset "
+                   "knows) | epoch (with "
                    "--epoch-steps: each epoch's balancer gets the mean of its own epoch's costs, "
                    "capped as --cap caps them, bcl::stream_mean_cost, which a sampler that draws "
                    "its epoch up front knows and passes) | a cost")

@@ -54,12 +54,13 @@ public:
         m_out.length(name, items, limit, item_bytes);
     }
     template <class T>
-    void sized(const char* name, const std::vector<T>& items, std::size_t n) const {
-        m_out.sized(name, items, n);
-    }
-    template <class T>
     void items(const char* name, const std::vector<T>& items) {
         for (const T& x : items) field(name, x);
+    }
+    template <class T>
+    void items(const char* name, const std::vector<T>& items, std::size_t n) {
+        if (items.size() != n) FAIL(name << " holds " << items.size() << " items, not " << n);
+        this->items(name, items);
     }
 
     [[nodiscard]] const std::vector<start>& starts() const noexcept { return m_starts; }

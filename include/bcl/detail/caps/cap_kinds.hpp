@@ -23,6 +23,12 @@ namespace bcl::detail {
 /// and its name in this list.
 using cap_kinds = std::variant<no_cap, fixed_cap, quantile_cap>;
 
+/// The error for a cap.kind that names no kind.
+[[nodiscard]] inline error unknown_cap_kind(const cap_options& cap) {
+    return error("bcl::options::cap.kind has no such kind (" +
+                 std::to_string(static_cast<int>(cap.kind)) + ")");
+}
+
 /// Throws bcl::error for a cap.kind that names no kind, or naming the first of the kind's fields
 /// out of range, by the kind's type: nothing is built from the unchecked fields (building a
 /// quantile cap computes its warm-up from the quantile).
@@ -30,17 +36,13 @@ inline void validate_cap_kind(const cap_options& cap) {
     const bool known =
         visit_alternative_type<cap_kinds>(static_cast<std::size_t>(cap.kind),
                                           [&](auto kind) { decltype(kind)::type::validate(cap); });
-    if (!known)
-        throw error("bcl::options::cap.kind has no such kind (" +
-                    std::to_string(static_cast<int>(cap.kind)) + ")");
+    if (!known) throw unknown_cap_kind(cap);
 }
 
 /// The component of cap.kind. Throws bcl::error for a value that names no kind.
 [[nodiscard]] inline cap_kinds make_cap_kind(const cap_options& cap) {
     std::optional<cap_kinds> made = variant_of<cap_kinds>(static_cast<std::size_t>(cap.kind), cap);
-    if (!made)
-        throw error("bcl::options::cap.kind has no such kind (" +
-                    std::to_string(static_cast<int>(cap.kind)) + ")");
+    if (!made) throw unknown_cap_kind(cap);
     return *made;
 }
 

@@ -29,7 +29,7 @@ namespace bcl::detail {
 /// its name in this list.
 using round_policy = std::variant<tumbling_rounds, sliding_rounds>;
 
-/// The component of opt.policy. Throws bcl::error for a value that names no policy.
+/// The error for an options::policy that names no policy.
 [[nodiscard]] inline error unknown_policy(const options& opt) {
     return error("bcl::options::policy has no such lookahead policy (" +
                  std::to_string(static_cast<int>(opt.policy)) + ")");
@@ -45,19 +45,20 @@ inline void require_known_policy(const options& opt) {
     return {opt.batch_size, opt.lookahead, opt.buffer_windows, opt.max_age};
 }
 
-/// Throws bcl::error naming the first of the policy's settings out of range (a buffer above
-/// `max_buffer` records, a delay bound above `max_delay` batches), by the policy's type: nothing
-/// is built from the unchecked settings.
+/// Throws bcl::error for a policy that names none, or naming the first of the policy's settings
+/// out of range (a buffer above `max_buffer` records, a delay bound above `max_delay` batches),
+/// by the policy's type: nothing is built from the unchecked settings.
 inline void validate_policy_settings(const options& opt, std::size_t max_buffer,
                                      std::size_t max_delay) {
-    require_known_policy(opt);
-    (void)visit_alternative_type<round_policy>(
+    const bool known = visit_alternative_type<round_policy>(
         static_cast<std::size_t>(opt.policy), [&](auto policy) {
             decltype(policy)::type::validate(round_settings_of(opt), max_buffer, max_delay);
         });
+    if (!known) throw unknown_policy(opt);
 }
 
-/// The policy `opt` names, built from its (valid, bcl::validate) settings.
+/// The policy `opt` names, built from its (valid, bcl::validate) settings. Throws bcl::error for
+/// a value that names no policy.
 [[nodiscard]] inline round_policy make_round_policy(const options& opt) {
     std::optional<round_policy> made =
         variant_of<round_policy>(static_cast<std::size_t>(opt.policy), round_settings_of(opt));

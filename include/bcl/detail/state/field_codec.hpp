@@ -83,17 +83,19 @@ public:
         count(name, items.size(), limit, item_bytes);
     }
 
-    /// A sequence whose length the fields before it already fix, so it is not written.
-    template <class T>
-    void sized(const char* name, const std::vector<T>& items, std::size_t n) const {
-        if (items.size() != n)
-            throw error(std::string("bcl: cannot save a state whose ") + name + " holds " +
-                        std::to_string(items.size()) + " items, not " + std::to_string(n));
-    }
-
+    /// The items of a sequence whose length was announced (length).
     template <class T>
     void items(const char* name, const std::vector<T>& items) {
         for (const T& x : items) field(name, x);
+    }
+
+    /// The `n` items of a sequence whose length the fields before it fix, so it is not written.
+    template <class T>
+    void items(const char* name, const std::vector<T>& items, std::size_t n) {
+        if (items.size() != n)
+            throw error(std::string("bcl: cannot save a state whose ") + name + " holds " +
+                        std::to_string(items.size()) + " items, not " + std::to_string(n));
+        this->items(name, items);
     }
 
     /// The bytes written so far.
@@ -178,15 +180,16 @@ public:
         items.resize(m_in.count(name, limit, item_bytes));
     }
 
-    /// `n` comes from fields already read and bounded, so the resize is bounded too.
-    template <class T>
-    void sized(const char* /*name*/, std::vector<T>& items, std::size_t n) {
-        items.resize(n);
-    }
-
     template <class T>
     void items(const char* name, std::vector<T>& items) {
         for (T& x : items) field(name, x);
+    }
+
+    /// `n` comes from fields already read and bounded, so the resize is bounded too.
+    template <class T>
+    void items(const char* name, std::vector<T>& items, std::size_t n) {
+        items.resize(n);
+        this->items(name, items);
     }
 
     void expect_end() const { m_in.expect_end(); }

@@ -62,8 +62,8 @@ inline constexpr std::uint64_t snapshot_version = 9;
 // The byte format, after the magic number and the version: the option fields (in the order
 // bcl::options lists them), then each component's list below, in this order. Each list is
 // walked by a field_writer (for a const snapshot) and by a field_reader; `Io` is either. A count
-// the reader takes from the bytes is bounded (length, count); one the fields before it fix is not
-// written (sized).
+// the reader takes from the bytes is bounded (length, count); a sequence whose length the fields
+// before it fix is its items alone (items with a count).
 
 template <class Io, class Snapshot>
 void option_fields(Io& io, Snapshot& s) {
@@ -120,10 +120,7 @@ void heavy_slot_fields(Io& io, Snapshot& s) {
     io.field("the heavy slots' round count", s.heavy_seen);
     const auto remembered = static_cast<std::size_t>(
         std::min<std::uint64_t>(s.heavy_seen, heavy_slots::rounds_remembered));
-    for (auto& recent : s.heavy_recent) {
-        io.sized("the heavy slots' records", recent, remembered);
-        io.items("the heavy slots' records", recent);
-    }
+    for (auto& recent : s.heavy_recent) io.items("the heavy slots' records", recent, remembered);
 }
 
 /// ready_batches: the batches formed and not yet popped, and their records' arrival positions.
@@ -132,9 +129,8 @@ void ready_fields(Io& io, Snapshot& s) {
     const std::size_t with_memory = s.tracks_memory ? 2 : 1;
     io.length("the waiting batch count", s.waiting_batch_costs, s.opt.lookahead, 8 * with_memory);
     io.items("the waiting batch costs", s.waiting_batch_costs);
-    io.sized("the waiting batch memory", s.waiting_batch_memory,
+    io.items("the waiting batch memory", s.waiting_batch_memory,
              s.tracks_memory ? s.waiting_batch_costs.size() : 0);
-    io.items("the waiting batch memory", s.waiting_batch_memory);
     io.length("the waiting record count", s.waiting_arrivals, s.opt.lookahead * s.opt.batch_size,
               8);
     io.items("the waiting records' arrival positions", s.waiting_arrivals);
@@ -146,10 +142,8 @@ void buffer_fields(Io& io, Snapshot& s) {
     const std::size_t with_memory = s.tracks_memory ? 3 : 2;
     io.length("the buffered record count", s.buffer_costs, buffer_capacity(s.opt), 8 * with_memory);
     io.items("the buffered costs", s.buffer_costs);
-    io.sized("the buffered arrival positions", s.buffer_arrivals, s.buffer_costs.size());
-    io.items("the buffered arrival positions", s.buffer_arrivals);
-    io.sized("the buffered memory", s.buffer_memory, s.tracks_memory ? s.buffer_costs.size() : 0);
-    io.items("the buffered memory", s.buffer_memory);
+    io.items("the buffered arrival positions", s.buffer_arrivals, s.buffer_costs.size());
+    io.items("the buffered memory", s.buffer_memory, s.tracks_memory ? s.buffer_costs.size() : 0);
 }
 
 /// batch_calibration: nothing but a zero feature count for a balancer that does not calibrate.
@@ -159,18 +153,14 @@ void calibration_fields(Io& io, Snapshot& s) {
     io.count("the calibration feature count", c.features, max_calibration_features, 0);
     if (c.features == 0) return;
     const std::size_t n = c.features;
-    io.sized("the calibration fit", c.numbers, calibration_snapshot::number_fields(n));
-    io.items("the calibration fit", c.numbers);
+    io.items("the calibration fit", c.numbers, calibration_snapshot::number_fields(n));
     calibration_counts::visit(c.counts, [&](const char* name, auto& x) { io.field(name, x); });
-    io.sized("the calibrated coefficients", c.applied, n);
-    io.items("the calibrated coefficients", c.applied);
-    io.sized("the waiting batches' features", c.waiting_sums, s.waiting_batch_costs.size() * n);
-    io.items("the waiting batches' features", c.waiting_sums);
+    io.items("the calibrated coefficients", c.applied, n);
+    io.items("the waiting batches' features", c.waiting_sums, s.waiting_batch_costs.size() * n);
     io.length("the calibration ledger size", c.ledger_state, s.opt.calibration.horizon,
               8 * (n + 1));
     io.items("the calibration ledger", c.ledger_state);
-    io.sized("the ledger sums", c.ledger_sums, c.ledger_state.size() * n);
-    io.items("the ledger sums", c.ledger_sums);
+    io.items("the ledger sums", c.ledger_sums, c.ledger_state.size() * n);
 }
 
 template <class Io, class Snapshot>

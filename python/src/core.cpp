@@ -115,6 +115,7 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "The C++ balancer of bcl over dataset indices; use bcl.BalancedBatchSampler.";
     py::register_exception<bcl::error>(m, "Error", PyExc_ValueError);
     m.attr("version") = BCL_VERSION_STRING;
+    m.attr("max_plan_records") = bcl::max_plan_records;
 
     py::enum_<bcl::lookahead_policy>(m, "lookahead_policy")
         .value("tumbling", bcl::lookahead_policy::tumbling)

@@ -152,10 +152,26 @@ public:
         keep_base();
     }
 
-    /// The bytes of what this (drained or untouched) epoch's balancer carries into the next one:
-    /// its state once next_epoch(mean_cost) starts an epoch, with nothing pushed yet.
+    /// The bytes of what this epoch's balancer carries into the next one: its state once
+    /// next_epoch(mean_cost) starts an epoch, with nothing pushed yet. The epoch must be drained,
+    /// untouched, or have handed out every batch (its end then drained in a copy: finished, the
+    /// short remainder dropped under drop_last); bcl::error if a batch is still to come.
     [[nodiscard]] py::bytes learned_state(double mean_cost) const {
         balancer next = m_balancer;
+        if (!drained() && m_balancer.stats().records_in != 0) {
+            // The rest of the epoch's indices can only be the remainder drop_last drops.
+            const auto not_over = [] {
+                return bcl::error("bcl.BalancedBatchSampler: the epoch still has batches to hand "
+                                  "out; its balancer carries nothing yet");
+            };
+            const std::span<const std::int64_t> in = cost_table::span_of(m_indices);
+            for (std::size_t i = m_position; i < in.size(); ++i) {
+                if (next.pop()) throw not_over();
+                next.push(in[i]);
+            }
+            if (!next.finished()) next.finish();
+            if (next.pop()) throw not_over();
+        }
         next.next_epoch(mean_cost);
         return py::bytes(next.save().to_bytes());
     }

@@ -3,7 +3,6 @@ the uninterrupted one would have, at any point: mid-window, during the final dra
 end, before the first batch."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -373,26 +372,6 @@ def test_resume_under_a_prefetching_dataloader_equals_the_uninterrupted_epoch(wo
     second.load_state_dict(state)
     rest = list(loader(second))
     assert head + rest == expected
-
-
-def test_a_state_without_consumed_under_a_loader_with_workers_warns():
-    costs = sequence_costs(300)
-    sampler = bcl.BalancedBatchSampler(range(300), costs, 4)
-    batches = iter(
-        torch.utils.data.DataLoader(Indexed(300), batch_sampler=sampler, num_workers=2,
-                                    collate_fn=list)
-    )
-    next(batches)
-    with pytest.warns(UserWarning, match="pass consumed="):
-        sampler.state_dict()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        sampler.state_dict(consumed=1)
-    quiet = bcl.BalancedBatchSampler(range(300), costs, 4)
-    next(iter(torch.utils.data.DataLoader(Indexed(300), batch_sampler=quiet, collate_fn=list)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        quiet.state_dict()
 
 
 def test_what_the_balancer_learned_carries_into_the_next_epoch_and_through_a_state():

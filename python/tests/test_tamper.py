@@ -100,6 +100,10 @@ def trial(config, state, head, tamper, reseal, loader=build):
         return ("other exception", f"{type(e).__name__}: {e}")
     epoch = list(sampler.sampler)  # the indices of the epoch the loaded state is in
     rest = list(sampler)
+    if bad.get("finished") is True:
+        # A state that says its epoch is finished (true or not: nothing in it could tell) owes
+        # no batch of that epoch.
+        return ("exact", None) if rest == [] else ("wrong epoch", f"{len(rest)} batches after")
     if not bad["running"]:
         head = []  # a state saved between epochs: the next epoch is a whole one
     if exact_epoch(head + rest, epoch, drop_last):
@@ -151,6 +155,9 @@ TAMPERS = {
     "digest": _set("digest", "0" * 32),
     "epoch + 1": lambda s: dict(s, epoch=(s["epoch"] or 0) + 1),
     "running flipped": lambda s: dict(s, running=not s["running"]),
+    "finished flipped": lambda s: dict(s, finished=not s["finished"]),
+    "finished 1": _set("finished", 1),
+    "no finished": lambda s: {k: v for k, v in s.items() if k != "finished"},
     "dataset_size": lambda s: dict(s, dataset_size=(s["dataset_size"] or 0) + 7),
     "inner_kind": _set("inner_kind", "builtins.list"),
     "epoch_mean_cost doubled": lambda s: dict(
@@ -159,6 +166,7 @@ TAMPERS = {
     "mean_cost_mode": _set("mean_cost_mode", "fixed"),
     "no checksum": lambda s: {k: v for k, v in s.items() if k != "checksum"},
     "format 2": _set("format", "bcl.BalancedBatchSampler/2"),
+    "format 3": _set("format", "bcl.BalancedBatchSampler/3"),
     "balancer truncated": lambda s: dict(s, balancer=(s.get("balancer") or b"")[:-9]),
     "learned truncated": lambda s: dict(s, learned=(s.get("learned") or b"")[:-9]),
     "learned from a running epoch": lambda s: dict(s, learned=saved("sliding", 3)[0]["balancer"]),
@@ -248,3 +256,13 @@ def test_random_edits_of_a_state_are_refused_or_exact(config, stop, data):
     result = forked.run(lambda: trial(config, state, head, lambda s: dict(s, **edits), reseal))
     assert result[0] == "ok", result
     assert result[1][0] in ("refused", "exact"), (edits, result)
+
+
+if __name__ == "__main__":
+    # The tally docs/python.md cites: every tamper of every configuration and stop.
+    tally: collections.Counter = collections.Counter()
+    for config in CONFIGS:
+        for stop in _stops(config):
+            for kind, _ in _group(config, stop)[1].values():
+                tally[kind] += 1
+    print(f"{sum(tally.values()) - tally['not applicable']} tampered states: {dict(tally)}")

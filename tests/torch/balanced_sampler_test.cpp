@@ -277,6 +277,23 @@ TEST_CASE("torch: the batches are balanced: their cost varies far less than the 
     REQUIRE(balanced_cv < plain_cv / (policy == "tumbling" ? 2.0 : 4.0));
 }
 
+TEST_CASE("torch: an epoch of 2^63 or more is refused where it enters, changing nothing",
+          "[torch][epoch]") {
+    constexpr std::size_t n = 40;
+    const std::vector<std::size_t> lengths = make_lengths(n);
+    const bcl::options opt{.batch_size = 4, .lookahead = 2};
+    bcl::torch::balanced_sampler sampler(DistributedRandomSampler(n, 2, 1), length_cost(lengths),
+                                         opt);
+    REQUIRE_THROWS_WITH(sampler.set_epoch(std::size_t{1} << 63),
+                        Contains("the epoch must be below 2^63 (got 9223372036854775808)"));
+    REQUIRE(sampler.epoch() == 0);
+    sampler.set_epoch((std::size_t{1} << 63) - 1);
+    sampler.reset();
+    REQUIRE(sampler.next(4).has_value());
+    REQUIRE_THROWS_WITH(sampler.reset(), Contains("the next epoch must be below 2^63"));
+    REQUIRE(sampler.epoch() == (std::size_t{1} << 63) - 1);
+}
+
 TEST_CASE("torch: epochs: reset() starts the next epoch and reaches the inner sampler; "
           "set_epoch() chooses the epoch the next reset() starts",
           "[torch][epoch]") {

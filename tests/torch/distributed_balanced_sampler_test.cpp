@@ -434,6 +434,33 @@ TEST_CASE("torch distributed: reset() starts the next epoch, or epoch 0 again be
     REQUIRE(sampler.epoch() == 10);
 }
 
+TEST_CASE("torch distributed: an epoch or a seed of 2^63 or more is refused where it enters; the "
+          "largest ones round-trip through an archive",
+          "[torch][distributed][epoch]") {
+    const setup s{.n = 60, .ranks = 2, .batch = 4, .lookahead = 2};
+    distributed_balanced_sampler sampler = s.make(0);
+    REQUIRE_THROWS_WITH(sampler.set_epoch(std::size_t{1} << 63),
+                        Contains("the epoch must be below 2^63 (got 9223372036854775808)"));
+    REQUIRE(sampler.epoch() == 0); // unchanged
+    setup bad_seed = s;
+    bad_seed.seed = std::uint64_t{1} << 63;
+    REQUIRE_THROWS_WITH(bad_seed.make(0), Contains("the seed must be below 2^63"));
+    setup largest = s;
+    largest.seed = (std::uint64_t{1} << 63) - 1;
+    distributed_balanced_sampler last = largest.make(0);
+    last.set_epoch((std::size_t{1} << 63) - 1);
+    last.reset();
+    const index_batch first = *last.next(4);
+    distributed_balanced_sampler restored = largest.make(0);
+    load_bytes(restored, saved_bytes(last));
+    REQUIRE(restored.epoch() == (std::size_t{1} << 63) - 1);
+    REQUIRE(drain_all(restored) == drain_all(last));
+    REQUIRE(first.size() == 4);
+    // The epoch after the largest one is refused by reset(), which changes nothing.
+    REQUIRE_THROWS_WITH(last.reset(), Contains("the next epoch must be below 2^63"));
+    REQUIRE(last.epoch() == (std::size_t{1} << 63) - 1);
+}
+
 TEST_CASE("torch distributed: through a data loader made by bcl::torch::make_data_loader, the "
           "batch size given once, to the sampler",
           "[torch][distributed][loader]") {

@@ -127,7 +127,11 @@ public:
     /// a new balancer starts. With options::mean_cost 0, mean_cost() is 0 again until the
     /// epoch's first next() draws the epoch. O(buffer) plus the inner reset().
     void reset(::torch::optional<std::size_t> new_size = ::torch::nullopt) override {
-        if (m_epoch.handed_out && !m_epoch.epoch_set) ++m_epoch.epoch;
+        if (m_epoch.handed_out && !m_epoch.epoch_set) {
+            detail::check_counter(m_epoch.epoch + 1, "bcl::torch::balanced_sampler",
+                                  "the next epoch");
+            ++m_epoch.epoch;
+        }
         if constexpr (epoch_sampler<Inner>) m_inner.set_epoch(m_epoch.epoch);
         m_inner.reset(new_size);
         if (new_size) m_dataset_size = *new_size;
@@ -140,8 +144,10 @@ public:
     }
 
     /// Sets the epoch the next reset() starts (as libtorch's DistributedSampler::set_epoch does);
-    /// the epoch under way is not changed. O(1).
-    void set_epoch(std::size_t epoch) noexcept {
+    /// the epoch under way is not changed. Throws bcl::error for an epoch of 2^63 or more (what
+    /// save() could not write back), changing nothing. O(1).
+    void set_epoch(std::size_t epoch) {
+        detail::check_counter(epoch, "bcl::torch::balanced_sampler", "the epoch");
         m_epoch.epoch = epoch;
         m_epoch.epoch_set = true;
     }

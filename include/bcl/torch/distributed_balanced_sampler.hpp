@@ -88,8 +88,8 @@ public:
     /// Checks everything here, so that every rank refuses a bad table or setting before the
     /// first step: throws bcl::error naming the dataset index and value of the first cost that is
     /// NaN, negative, infinite or above bcl::max_estimate, for B, K or num_replicas of 0, a rank
-    /// not below num_replicas, R*K*B above bcl::max_plan_records, and invalid plan options (the
-    /// batching neither packed nor padded, a negative or NaN cap). O(N).
+    /// not below num_replicas, R*K*B above bcl::max_plan_records, a seed of 2^63 or more, and
+    /// invalid plan options (the batching neither packed nor padded, a negative or NaN cap). O(N).
     distributed_balanced_sampler(std::vector<double> costs, std::size_t batch_size,
                                  std::size_t num_replicas, std::size_t rank, bool shuffle = true,
                                  std::uint64_t seed = 0, bool drop_last = false,
@@ -97,6 +97,7 @@ public:
         : m_table(std::make_shared<const std::vector<double>>(std::move(costs))),
           m_batch(batch_size), m_replicas(num_replicas), m_rank(rank), m_lookahead(lookahead),
           m_shuffle(shuffle), m_seed(seed), m_drop_last(drop_last), m_plan_options(plan) {
+        detail::check_counter(seed, who, "the seed");
         detail::check_global_settings(m_replicas, m_rank, m_lookahead, m_batch, m_plan_options,
                                       *m_table, who);
         m_costs_digest = detail::cost_table_digest(*m_table);
@@ -123,6 +124,7 @@ public:
                              std::to_string(*new_size) + ", but the cost table covers " +
                              std::to_string(m_table->size()) + " dataset indices");
         const std::size_t next = m_requested ? *m_requested : m_current + (m_started ? 1 : 0);
+        detail::check_counter(next, who, "the next epoch");
         // The plan depends on the epoch alone: an epoch started again keeps it.
         m_planned = m_planned && next == m_current;
         m_current = next;
@@ -132,8 +134,12 @@ public:
     }
 
     /// Sets the epoch the next reset() starts (as libtorch's DistributedSampler::set_epoch does);
-    /// the epoch under way is not changed. O(1).
-    void set_epoch(std::size_t epoch) noexcept { m_requested = epoch; }
+    /// the epoch under way is not changed. Throws bcl::error for an epoch of 2^63 or more (what
+    /// save() could not write back), changing nothing. O(1).
+    void set_epoch(std::size_t epoch) {
+        detail::check_counter(epoch, who, "the epoch");
+        m_requested = epoch;
+    }
 
     /// This rank's next batch of the epoch: exactly batch_size() dataset indices, but the epoch's
     /// last batch, which has the rest; std::nullopt once the epoch's size() batches are handed

@@ -4,9 +4,6 @@ for map-style datasets, where every rank sees the whole epoch's order and cost t
 from __future__ import annotations
 
 import math
-import numbers
-import warnings
-from collections.abc import Iterator, Mapping
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -14,24 +11,18 @@ import numpy as np
 from . import _core
 from . import _inputs as inputs
 from ._core import Error
-from ._sampler import _loader_with_workers
-from ._state import Reader, checksum
+from ._protocol import StatefulBatchSampler
+from ._state import Reader
 
-STATE_FORMAT = "bcl.DistributedBalancedBatchSampler/1"
+STATE_FORMAT = "bcl.DistributedBalancedBatchSampler/2"
+# Format 1's checksum did not cover the settings.
+_EARLIER_FORMATS = ("bcl.DistributedBalancedBatchSampler/1",)
 _WHO = "bcl.DistributedBalancedBatchSampler"
 # Every field but the checksum itself.
 _CHECKED_FIELDS = ("format", "epoch", "position", "digest", "settings")
 
-_SamplerBase: Any = object
-try:  # a torch.utils.data.Sampler where torch is installed
-    import torch.utils.data as _torch_data
 
-    _SamplerBase = _torch_data.Sampler
-except ImportError:  # pragma: no cover
-    pass
-
-
-def _process_group() -> Any:
+def _torch_distributed() -> Any:
     """torch.distributed, if a process group is up, else None."""
     try:
         import torch.distributed as dist
@@ -40,28 +31,57 @@ def _process_group() -> Any:
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
-def _quantile_cap(costs: np.ndarray, quantile: float) -> float:
-    """The cost of nearest rank `quantile` of the table: an element of it, so every rank
-    computes the same value bit for bit."""
-    if len(costs) == 0:
-        return 0.0
-    k = min(len(costs) - 1, max(0, math.ceil(quantile * len(costs)) - 1))
-    return float(np.partition(costs, k)[k])
+def _digest_group(process_group: Any, num_replicas: int) -> Any:
+    """The group the digest check all-reduces over: `process_group` if given (its size must be
+    num_replicas), else the world group when its size is num_replicas, else None when no process
+    group is up (one process: nothing to compare). bcl.Error otherwise, naming process_group: an
+    all-reduce over ranks that do not all build this sampler would wait forever."""
+    dist = _torch_distributed()
+    if process_group is not None:
+        if dist is None:
+            raise Error(f"{_WHO}: process_group is given, but torch.distributed is not initialized")
+        size = dist.get_world_size(process_group)
+        if size != num_replicas:
+            raise Error(
+                f"{_WHO}: the process_group has {size} ranks, but num_replicas is {num_replicas}"
+            )
+        return process_group
+    if dist is None:
+        return None
+    world = dist.get_world_size()
+    if world != num_replicas:
+        raise Error(
+            f"{_WHO}: num_replicas is {num_replicas}, but the world has {world} processes: pass "
+            "process_group=<the data-parallel group> (the ranks that build this sampler), or "
+            "check_digest=False"
+        )
+    return dist.group.WORLD
 
 
-def _plan_cap(cap: Union[None, float, str], costs: np.ndarray) -> float:
-    if cap is None:
-        return 0.0
-    if isinstance(cap, str):
-        option = inputs.cap_options(cap, 0, "clip", 0.0)
-        return _quantile_cap(costs, option.quantile)
-    value = inputs.real("cap", cap)
-    if not value > 0.0:
-        raise Error(f"cap must be > 0 (got {value})")
-    return value
+class _Pass:
+    """One pass over a planned epoch: this rank's batches, handed out in order."""
+
+    __slots__ = ("epoch", "plan", "handed_out", "done")
+
+    def __init__(self, epoch: int, plan: Any, position: int = 0) -> None:
+        self.epoch = epoch
+        self.plan = plan
+        self.handed_out = position
+        self.done = False
+
+    @property
+    def batches(self) -> int:
+        return int(self.plan.batches)
+
+    def next_batch(self) -> Optional[list[int]]:
+        if self.handed_out == self.plan.batches:
+            return None
+        batch = self.plan.batch(self.handed_out)
+        self.handed_out += 1
+        return batch
 
 
-class DistributedBalancedBatchSampler(_SamplerBase):
+class DistributedBalancedBatchSampler(StatefulBatchSampler):
     """Batches of exactly ``batch_size`` indices for this rank, planned with every rank's.
 
     A drop-in for ``DistributedSampler`` + ``BatchSampler`` over a map-style dataset of
@@ -75,25 +95,42 @@ class DistributedBalancedBatchSampler(_SamplerBase):
     which has the rest on every rank (dropped with ``drop_last``); every index of the epoch's
     order comes out exactly once over all ranks.
 
+    Iterators, states and copies follow the samplers' protocol (docs/python.md, "Iterators,
+    states and copies"): each iterator is a pass of its own, state_dict() describes the one
+    started last, and a copy (pickle, deepcopy) continues where the sampler stood.
+
     Args:
         costs: the estimated cost of each dataset index, a sequence, array or tensor (the whole
             table: every rank plans every rank's records). Checked whole here.
         batch_size: B, indices per batch.
-        num_replicas, rank: the number of ranks and this one (default: torch.distributed's).
+        num_replicas, rank: the number of ranks and this one (default: those of
+            ``process_group``, or of the world).
         shuffle, seed, drop_last: as DistributedSampler's (``drop_last`` also drops each rank's
-            short last batch, as BatchSampler's does).
-        lookahead: K, steps planned together (default 8).
+            short last batch, as BatchSampler's does). ``seed`` and every epoch are in [0, 2^63).
+        lookahead: K, steps planned together (default 8). num_replicas * lookahead *
+            batch_size is at most 2^30, the records of one plan window.
         batching: ``"packed"`` or ``"padded"`` (a collate_fn that pads to the batch's longest).
         cap: None, a number (each cost clipped to it for planning) or a quantile of the table
-            such as ``"p99"``.
+            such as ``"p99"``, as the rank-local sampler spells it.
         level_steps: bcl::plan_options::level_steps (default True).
-        check_digest: at each epoch's start, all-reduce the epoch's plan digest once through
-            torch.distributed when a process group is up, so that ranks whose plans differ
-            (other costs, another order) raise at once instead of losing or repeating indices.
+        check_digest: at each pass's start, all-reduce the epoch's plan digest once, so that
+            ranks whose plans differ (other costs, another order) raise at once instead of
+            losing or repeating indices (default True; nothing to check in one process).
+        process_group: the data-parallel group the digest check all-reduces over (as torch's
+            collectives take it). Default: the world, which must then have num_replicas ranks;
+            a job whose data-parallel group is a subgroup (pipeline or tensor parallel) passes
+            its group, or every rank would wait for ranks that never build this sampler. Not
+            pickled: a copy made by pickle checks over the world (give the copy its group with
+            ``copy.process_group = group``); a deep copy shares it.
 
     Raises:
         bcl.Error: bad options or costs (naming the index), or a bad state.
     """
+
+    _who = _WHO
+    _format = STATE_FORMAT
+    _earlier_formats = _EARLIER_FORMATS
+    _checked_fields = _CHECKED_FIELDS
 
     def __init__(
         self,
@@ -110,16 +147,22 @@ class DistributedBalancedBatchSampler(_SamplerBase):
         cap: Union[None, float, str] = None,
         level_steps: bool = True,
         check_digest: bool = True,
+        process_group: Any = None,
     ) -> None:
-        group = _process_group()
+        arguments = dict(
+            costs=costs, batch_size=batch_size, num_replicas=num_replicas, rank=rank,
+            shuffle=shuffle, seed=seed, drop_last=drop_last, lookahead=lookahead,
+            batching=batching, cap=cap, level_steps=level_steps, check_digest=check_digest,
+        )  # fmt: skip
+        dist = _torch_distributed()
         if num_replicas is None:
-            if group is None:
+            if dist is None:
                 raise Error(f"{_WHO}: num_replicas is needed without a torch.distributed group")
-            num_replicas = group.get_world_size()
+            num_replicas = dist.get_world_size(process_group)
         if rank is None:
-            if group is None:
+            if dist is None:
                 raise Error(f"{_WHO}: rank is needed without a torch.distributed group")
-            rank = group.get_rank()
+            rank = dist.get_rank(process_group)
         self.num_replicas = inputs.whole("num_replicas", num_replicas)
         self.rank = inputs.whole("rank", rank)
         if self.num_replicas == 0 or self.rank >= self.num_replicas:
@@ -131,8 +174,16 @@ class DistributedBalancedBatchSampler(_SamplerBase):
         self.lookahead = inputs.whole("lookahead", lookahead)
         if self.batch_size == 0 or self.lookahead == 0:
             raise Error(f"{_WHO}: batch_size and lookahead must be at least 1")
+        window = self.num_replicas * self.lookahead * self.batch_size
+        if window > _core.max_plan_records:
+            raise Error(
+                f"{_WHO}: num_replicas * lookahead * batch_size = {self.num_replicas} * "
+                f"{self.lookahead} * {self.batch_size} = {window} records in one plan window, "
+                f"above the {_core.max_plan_records} a window may hold; lower lookahead or "
+                "batch_size"
+            )
         self.shuffle = inputs.flag("shuffle", shuffle)
-        self.seed = inputs.whole("seed", seed)
+        self.seed = inputs.counter("seed", seed)
         self.drop_last = inputs.flag("drop_last", drop_last)
         self._batching = inputs.enum_value(_core.batch_cost, "batching", batching)
         self._level_steps = inputs.flag("level_steps", level_steps)
@@ -144,15 +195,14 @@ class DistributedBalancedBatchSampler(_SamplerBase):
             )
         table = inputs.real_array("costs", costs)
         self._table = _core.cost_table(table, None)  # checks every cost
-        self._cap = _plan_cap(cap, table)
-        self._cap_spelling = cap
+        self._cap = inputs.table_cap(cap, table)
         self.dataset_size = len(table)
+        self.process_group = process_group
+        if self._check_digest:
+            _digest_group(process_group, self.num_replicas)  # refused now rather than at next()
         self.epoch = 0
-        self._plan: Any = None  # the epoch being iterated: (epoch, its global_epoch)
-        self._position = 0  # batches of that epoch handed out
-        self._done = False  # its iterator has ended
-        self._resume: Optional[tuple] = None  # a loaded state: (epoch, plan, position)
-        self._prefetching = False  # the current epoch is read by a DataLoader with workers
+        self._planned_epoch: Optional[tuple] = None  # (epoch, its global_epoch): the last planned
+        self._keep_arguments(arguments)
 
     # -- the epoch -----------------------------------------------------------------------------
 
@@ -167,8 +217,13 @@ class DistributedBalancedBatchSampler(_SamplerBase):
         return m // self.batch_size if self.drop_last else math.ceil(m / self.batch_size)
 
     def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration plans (as DistributedSampler.set_epoch)."""
-        self.epoch = inputs.whole("epoch", epoch)
+        """The epoch the next iteration plans (as DistributedSampler.set_epoch); in [0, 2^63).
+        A loaded state of a finished epoch gives way to another epoch; one loaded mid-epoch is
+        still resumed first (its rest is owed)."""
+        self.epoch = inputs.counter("epoch", epoch)
+        resume = self._resume
+        if resume is not None and resume.handed_out == resume.batches and resume.epoch != epoch:
+            self._resume = None
 
     def _order(self, epoch: int) -> np.ndarray:
         """The epoch's global order, as DistributedSampler draws it, padded or cut."""
@@ -187,59 +242,58 @@ class DistributedBalancedBatchSampler(_SamplerBase):
         return np.ascontiguousarray(order[:total], dtype=np.int64)
 
     def _planned(self, epoch: int) -> Any:
-        return _core.global_epoch(
+        """The plan of `epoch`, kept for the passes after the first (plans are immutable)."""
+        if self._planned_epoch is not None and self._planned_epoch[0] == epoch:
+            return self._planned_epoch[1]
+        plan = _core.global_epoch(
             self._table, self._order(epoch), self.num_replicas, self.lookahead, self.batch_size,
             self.rank, self._batching, self._cap, self._level_steps, self.drop_last,
         )  # fmt: skip
+        self._planned_epoch = (epoch, plan)
+        return plan
 
-    def _agree(self, plan: Any) -> None:
-        """One all-reduce of the epoch's digest, when a process group is up: bcl.Error on every
-        rank if any rank planned another epoch."""
-        group = _process_group()
-        if not self._check_digest or group is None:
+    def _begin(self) -> _Pass:
+        return _Pass(self.epoch, self._planned(self.epoch))
+
+    def _started(self, cursor: Any) -> None:
+        self.epoch = cursor.epoch
+        self._agree(cursor)
+
+    def _agree(self, cursor: _Pass) -> None:
+        """One all-reduce of the epoch's digest over the digest group: bcl.Error on every rank
+        if any rank planned another epoch."""
+        if not self._check_digest:
+            return
+        group = _digest_group(self.process_group, self.num_replicas)
+        if group is None:
             return
         import torch
+        import torch.distributed as dist
 
-        d = int(plan.digest)
+        d = int(cursor.plan.digest)
         halves = [d >> 32, d & 0xFFFFFFFF]
         device = "cpu"
-        if group.get_backend() == "nccl":
+        if dist.get_backend(group) == "nccl":
             device = torch.device("cuda", torch.cuda.current_device())
         t = torch.tensor(halves + [-h for h in halves], dtype=torch.int64, device=device)
-        group.all_reduce(t, op=group.ReduceOp.MAX)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
         high, low, neg_high, neg_low = (int(x) for x in t.cpu().tolist())
         if (high, low) != (-neg_high, -neg_low):
             raise Error(
-                f"{_WHO}: rank {self.rank}'s plan of epoch {self.epoch} differs from another "
+                f"{_WHO}: rank {self.rank}'s plan of epoch {cursor.epoch} differs from another "
                 "rank's (different costs, seed, options or world size): its batches would lose "
                 "or repeat indices"
             )
-
-    def __iter__(self) -> Iterator[list[int]]:
-        resume, self._resume = self._resume, None
-        if resume is not None:
-            self.epoch, plan, position = resume
-        else:
-            plan, position = self._planned(self.epoch), 0
-        self._agree(plan)
-        self._plan, self._position, self._done = (self.epoch, plan), position, False
-        self._prefetching = _loader_with_workers()
-        while self._position < plan.batches:
-            batch = plan.batch(self._position)
-            self._position += 1
-            yield batch
-        self._done = True
 
     @property
     def stats(self) -> dict:
         """The current (or last) epoch's plans: windows, batches, the chain of their digests,
         the efficiency the plans promise and their gap to the lower bound."""
-        plan = self._resume[1] if self._resume else (self._plan[1] if self._plan else None)
-        if plan is None:
-            plan = self._planned(self.epoch)
+        cursor = self._current()
+        plan = cursor.plan if cursor is not None else self._planned(self.epoch)
         return dict(plan.stats())
 
-    # -- resume --------------------------------------------------------------------------------
+    # -- state ---------------------------------------------------------------------------------
 
     def _settings(self) -> dict:
         return {
@@ -250,106 +304,84 @@ class DistributedBalancedBatchSampler(_SamplerBase):
             "level_steps": self._level_steps,
         }  # fmt: skip
 
-    def state_dict(self, consumed: Optional[int] = None) -> dict:
-        """The epoch and how many of its batches were taken: ``consumed`` (the training loop's
-        count, for a DataLoader that reads ahead) or, by default, those handed out. A restored
-        sampler plans the epoch again (its digest must match) and hands out the rest."""
-        if self._resume is not None:
-            epoch, plan, position = self._resume
-        elif self._plan is not None and not (self._done and consumed is None):
-            (epoch, plan), position = self._plan, self._position
+    def _fields(self, cursor: Optional[_Pass], position: int, ended: bool) -> dict:
+        """The pass's epoch, its batches taken and its plan's digest; or, with no pass, an ended
+        one, or a finished one whose epoch set_epoch() has since replaced, the epoch not
+        started."""
+        finished = cursor is not None and position == cursor.batches
+        if cursor is None or ended or (finished and cursor.epoch != self.epoch):
+            epoch, position, digest = self.epoch, 0, None
         else:
-            epoch, plan, position = self.epoch, None, 0
-        if consumed is None and self._prefetching and plan is not None and not self._done:
-            warnings.warn(
-                f"{_WHO}.state_dict(): a DataLoader with worker processes reads batches ahead of "
-                "the training loop, and a state as of the last batch handed out loses those; "
-                "pass consumed=<batches the loop has taken this epoch>",
-                stacklevel=2,
-            )
-        if consumed is not None:
-            whole = isinstance(consumed, numbers.Integral) and not isinstance(consumed, bool)
-            if not whole or not 0 <= int(consumed) <= position:
-                raise Error(
-                    f"{_WHO}: consumed must be an integer from 0 to the {position} batches "
-                    f"handed out (got {consumed!r})"
-                )
-            position = int(consumed)
-        if plan is not None and position == plan.batches and self._done:
-            epoch, plan, position = self.epoch, None, 0  # the epoch is over: the next one
-        state = {
-            "format": STATE_FORMAT,
-            "epoch": epoch,
-            "position": position,
-            "digest": None if plan is None else f"{plan.digest:016x}",
-            "settings": self._settings(),
-        }
-        state["checksum"] = checksum(state, _CHECKED_FIELDS)
-        return state
+            epoch, digest = cursor.epoch, f"{cursor.plan.digest:016x}"
+        return {"epoch": epoch, "position": position, "digest": digest,
+                "settings": self._settings()}  # fmt: skip
 
-    def load_state_dict(self, state: Mapping) -> None:
-        """Continues from state_dict(): bcl.Error naming the field for another format, a
-        checksum that does not match, other settings (dataset size, ranks, seed, options), a
-        position past the epoch, or a plan whose digest differs; nothing changes then."""
-        got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
-        if got != STATE_FORMAT:
-            raise Error(f"{_WHO}: not a state of this sampler (format {got!r})")
-        read = Reader(state, _WHO)
-        read.verify(_CHECKED_FIELDS)
-        settings = read.get("settings")
+    def _load(self, read: Reader, extra: Any) -> None:
+        """Checks every field (the settings one by one, as their types), then plans the saved
+        epoch and compares its digest; commits only then."""
+        settings = read.section("settings")
         mine = self._settings()
-        if not isinstance(settings, Mapping) or set(settings) != set(mine):
-            raise read.error("settings", "are not this sampler's kind of settings")
+        settings.keys(mine)
         for key, value in mine.items():
-            if settings[key] != value:
-                raise Error(
-                    f"{_WHO}: the state was saved with {key}={settings[key]!r}, but this sampler "
-                    f"has {key}={value!r}"
-                )
+            settings.same(key, value)
         epoch, position = read.count("epoch"), read.count("position")
         digest = read.get("digest")
-        plan = None
+        resume = None
         if digest is not None:
+            saved = read.text("digest")
             plan = self._planned(epoch)
-            if f"{plan.digest:016x}" != read.text("digest"):
+            if f"{plan.digest:016x}" != saved:
                 raise Error(
                     f"{_WHO}: the state's digest does not match this sampler's plan of epoch "
                     f"{epoch}: the costs differ from when it was saved"
                 )
             if position > plan.batches:
                 raise read.error("position", f"is {position}, past the {plan.batches} batches")
+            resume = _Pass(epoch, plan, position)
         elif position != 0:
             raise read.error("position", f"is {position} for an epoch not started")
         self.epoch = epoch
-        self._plan, self._position, self._done = None, 0, False
-        self._resume = (epoch, plan, position) if plan is not None else None
+        self._resume = resume
+        self._latest = None
+
+    def _shared_on_copy(self) -> dict:
+        return {"process_group": self.process_group}
 
 
 def plan_batches(
     costs: Any, num_ranks: int, batch_size: int, *, batching: str = "packed",
-    level_steps: bool = True,
+    level_steps: bool = True, cap: Union[None, float, str] = None,
 ) -> list[list[list[int]]]:  # fmt: skip
     """For a trainer that holds a global batch (RL rollouts): each rank's micro-batches.
 
     Plans all ``len(costs)`` records (a multiple of ``num_ranks``) into micro-batches of exactly
     ``batch_size`` indices (the last may hold fewer, as many on every rank), aligned across ranks
     by cost: micro-batch j of every rank costs about the same (bcl::plan_window over one window).
-    Returns ``out[rank][j]``, a list of indices into ``costs``; every index appears once.
+    ``cap`` as the samplers spell it (a quantile is the held batch's own). Returns
+    ``out[rank][j]``, a list of indices into ``costs``; every index appears once.
     """
+    who = "bcl.plan_batches"
     table = inputs.real_array("costs", costs)
     r = inputs.whole("num_ranks", num_ranks)
     b = inputs.whole("batch_size", batch_size)
     if r == 0 or b == 0:
-        raise Error("plan_batches: num_ranks and batch_size must be at least 1")
+        raise Error(f"{who}: num_ranks and batch_size must be at least 1")
     if len(table) % r != 0:
         raise Error(
-            f"plan_batches: {len(table)} records do not split equally over {r} ranks; give a "
+            f"{who}: {len(table)} records do not split equally over {r} ranks; give a "
             "multiple of num_ranks"
         )
     steps = max(1, math.ceil(len(table) / (r * b)))
+    if r * steps * b > _core.max_plan_records:
+        raise Error(
+            f"{who}: {len(table)} records in micro-batches of {b} on {r} ranks make a plan of "
+            f"{r} * {steps} * {b} records, above the {_core.max_plan_records} one plan may hold"
+        )
     mode = inputs.enum_value(_core.batch_cost, "batching", batching)
     level = inputs.flag("level_steps", level_steps)
-    slots = _core.plan_window(table, r, steps, b, mode, 0.0, level)
+    _core.cost_table(table, None)  # every cost checked, each error naming its index
+    plan_cap = inputs.table_cap(cap, table)
+    slots = _core.plan_window(table, r, steps, b, mode, plan_cap, level)
     out: list[list[list[int]]] = [[[] for _ in range(steps)] for _ in range(r)]
     for i, (step, rank) in enumerate(slots.tolist()):
         out[rank][step].append(i)

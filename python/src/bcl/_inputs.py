@@ -10,6 +10,7 @@ part, a masked array does not lose its mask.
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -40,14 +41,30 @@ def enum_value(enum_type: Any, option: str, value: Any) -> Any:
     )
 
 
+#: The one range of an epoch and of a seed, wherever either enters (constructors, set_epoch(),
+#: states): [0, 2^63), so that seed + epoch (DistributedSampler's generator seed) fits 64 bits and
+#: a state can hold either as a signed 64-bit integer.
+COUNTER_END = 1 << 63
+
+
+def _integer(label: str, value: Any, end: int, in_range: str) -> int:
+    """`value` as an int in [0, end), strictly (never a bool or a float), or bcl.Error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise Error(f"{label} must be an integer (got {value!r})")
+    value = int(value)
+    if not 0 <= value < end:
+        raise Error(f"{label} must be {in_range} (got {value})")
+    return value
+
+
+def counter(option: str, value: Any) -> int:
+    """An epoch or a seed: an int in [0, 2^63)."""
+    return _integer(option, value, COUNTER_END, "an integer in [0, 2^63)")
+
+
 def whole(option: str, value: Any) -> int:
     """`value` as a non-negative int that fits a std::size_t/std::uint64_t."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise Error(f"bcl::options::{option} must be an integer (got {value!r})")
-    value = int(value)
-    if not 0 <= value < _UINT64_END:
-        raise Error(f"bcl::options::{option} must be a non-negative integer (got {value})")
-    return value
+    return _integer(f"bcl::options::{option}", value, _UINT64_END, "a non-negative integer")
 
 
 def real(option: str, value: Any) -> float:
@@ -69,8 +86,13 @@ def flag(option: str, value: Any) -> bool:
 _QUANTILE = re.compile(r"p(\d+(?:\.\d*)?)")
 
 
-def cap_options(cap: Any, cap_warmup: Any, cap_action: Any, cap_prior: Any) -> Any:
-    """bcl::cap_options from the Python spelling: None, a number (fixed cap) or "p99"."""
+def cap_options(
+    cap: Any, cap_warmup: Any = 0, cap_action: Any = "clip", cap_prior: Any = 0.0
+) -> Any:
+    """bcl::cap_options from the Python spelling, the one parser of every sampler and of
+    plan_batches: None (no cap), a number (a fixed cap, finite and > 0) or a quantile of the
+    costs such as "p99" (strictly between p0 and p100). Checked by bcl::validate, so each rule
+    and its message is the C++ library's."""
     c = _core.cap_options()
     if cap is None:
         c.kind = _core.cap_kind.none
@@ -97,12 +119,57 @@ def cap_options(cap: Any, cap_warmup: Any, cap_action: Any, cap_prior: Any) -> A
             "estimate and leaves the record as it is"
         )
     c.action = action
+    probe = _core.options()
+    probe.batch_size = 1
+    probe.cap = c
+    _core.validate(probe)  # the cap's own rules: a fixed value finite and > 0, a quantile in (0, 1)
     return c
+
+
+def table_cap(cap: Any, costs: np.ndarray) -> float:
+    """The cap of a plan over the whole cost table (plan_options::cap; 0 for none), from the
+    spelling cap_options() takes: a fixed cap as given, a quantile as the table's own nearest-rank
+    quantile, an element of the table, so that every rank computes the same value bit for bit.
+    bcl.Error for a quantile that is 0 in this table: a cap of 0 would make every cost 0."""
+    option = cap_options(cap)
+    if option.kind == _core.cap_kind.none:
+        return 0.0
+    if option.kind == _core.cap_kind.fixed:
+        return float(option.value)
+    if len(costs) == 0:
+        return 0.0
+    k = min(len(costs) - 1, max(0, math.ceil(option.quantile * len(costs)) - 1))
+    value = float(np.partition(costs, k)[k])
+    if value == 0.0:
+        raise Error(
+            f"cap={cap!r} is 0 for these costs (at least that share of them is 0), and a cap of 0 "
+            "would make every cost 0; choose a higher quantile or a fixed cap"
+        )
+    return value
 
 
 def _is_tensor(value: Any) -> bool:
     # A torch tensor, recognised without importing torch.
     return hasattr(value, "detach") and hasattr(value, "is_complex")
+
+
+def _tensor_values(name: str, tensor: Any) -> np.ndarray:
+    """A tensor of real numbers as float64 values, widened exactly (bfloat16, float16 and the
+    integer types included), from any device; bcl.Error for a sparse or quantized layout (whose
+    values the caller should spell out) and for complex or boolean values."""
+    layout = str(getattr(tensor, "layout", "torch.strided"))
+    if layout != "torch.strided":
+        raise Error(f"{name} is a {layout} tensor; pass {name}.to_dense()")
+    if getattr(tensor, "is_quantized", False):
+        raise Error(f"{name} is a quantized tensor; pass {name}.dequantize()")
+    if tensor.is_complex() or str(tensor.dtype) == "torch.bool":
+        raise Error(f"{name} must hold real numbers (got a tensor of {tensor.dtype})")
+    try:
+        return tensor.detach().cpu().double().numpy()
+    except (RuntimeError, TypeError, NotImplementedError) as e:
+        raise Error(
+            f"{name}: a tensor of {tensor.dtype} on {tensor.device} cannot be read as numbers ({e})"
+        ) from None
 
 
 def _is_real_number(value: Any) -> bool:
@@ -118,9 +185,9 @@ def real_array(name: str, values: Any) -> np.ndarray:
             f"{name}.filled(value) or the values themselves"
         )
     if _is_tensor(values):
-        if values.is_complex() or str(values.dtype) == "torch.bool":
-            raise Error(f"{name} must hold real numbers (got a tensor of {values.dtype})")
-        values = values.detach().cpu().numpy()
+        values = _tensor_values(name, values)
+    elif hasattr(values, "__array__") and not isinstance(values, (np.ndarray, Sequence)):
+        values = np.asarray(values)  # a pandas Series, an xarray: their values, by their own rule
     if not isinstance(values, np.ndarray):
         if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
             raise Error(

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import numbers
-import sys
-import warnings
-from collections.abc import Iterator, Mapping
-from types import FrameType
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -14,27 +10,23 @@ import numpy as np
 from . import _core
 from . import _inputs as inputs
 from ._core import Error
-from ._state import Reader, checksum, indices_digest, inner_kind
+from ._protocol import StatefulBatchSampler
+from ._state import Reader, indices_digest, inner_kind
 
-_SamplerBase: Any = object
-try:  # a torch.utils.data.Sampler where torch is installed (isinstance checks hold), else plain
-    import torch.utils.data as _torch_data
-
-    _SamplerBase = _torch_data.Sampler
-except ImportError:  # pragma: no cover - the package itself needs only numpy
-    pass
-
-# Identifies the layout of state_dict(). The formats before it are refused: their balancer bytes
-# do not name the records of the waiting batches, so nothing could check them.
-STATE_FORMAT = "bcl.BalancedBatchSampler/3"
+# Identifies the layout of state_dict(). Format 3 is still read (it lacks "finished", which it
+# never was); the formats before it are refused: their balancer bytes do not name the records of
+# the waiting batches, so nothing could check them.
+STATE_FORMAT = "bcl.BalancedBatchSampler/4"
 _EARLIER_FORMATS = ("bcl.BalancedBatchSampler/1", "bcl.BalancedBatchSampler/2")
 
 # The fields the checksum covers: all but the inner sampler's own state, which is the inner
 # sampler's to check.
 _CHECKED_FIELDS = (
-    "format", "running", "epoch", "position", "length", "digest", "epoch_mean_cost",
+    "format", "running", "finished", "epoch", "position", "length", "digest", "epoch_mean_cost",
     "mean_cost_mode", "balancer", "pending", "dataset_size", "inner_kind", "learned",
 )  # fmt: skip
+_FORMAT_3 = "bcl.BalancedBatchSampler/3"
+_FORMAT_3_FIELDS = tuple(f for f in _CHECKED_FIELDS if f != "finished")
 
 # The fields only a state saved mid-epoch has ("learned" is only a state's between epochs).
 _RUNNING_FIELDS = (
@@ -104,18 +96,26 @@ def affine_quadratic(lengths: inputs.CostSource, a: float = 0.0, b: float = 1.0,
 
 
 class _Run:
-    """One epoch in progress: the C++ epoch (which holds the epoch's indices), what restores it."""
+    """One pass over an epoch: the C++ epoch (which holds the epoch's indices), what restores it."""
 
-    __slots__ = ("core", "level", "inner_state", "epoch", "done", "_digest")
+    __slots__ = ("core", "level", "inner_state", "epoch", "batches", "done", "_digest")
 
     def __init__(self, core: Any, level: float, inner_state: Any, epoch: Optional[int],
-                 digest: Optional[str] = None) -> None:  # fmt: skip
+                 batches: int, digest: Optional[str] = None) -> None:  # fmt: skip
         self.core = core
         self.level = level  # the mean cost the epoch's balancer aims at (its options::mean_cost)
         self.done = False  # the iterator has ended (not merely handed out the last batch)
         self.inner_state = inner_state
         self.epoch = epoch
+        self.batches = batches  # the epoch's batches: ceil(N / B), or floor with drop_last
         self._digest = digest
+
+    @property
+    def handed_out(self) -> int:
+        return int(self.core.handed_out)
+
+    def next_batch(self) -> Optional[list[int]]:
+        return self.core.next_batch()
 
     def digest(self) -> str:
         if self._digest is None:
@@ -123,22 +123,22 @@ class _Run:
         return self._digest
 
 
-def _loader_with_workers() -> bool:
-    """Whether the batch sampler's current next() comes from a DataLoader iterator with worker
-    processes (which reads batches ahead of the training loop)."""
-    frame: Optional[FrameType] = sys._getframe(2)  # skips this function and the generator
-    for _ in range(3):
-        if frame is None:
-            break
-        owner = frame.f_locals.get("self")
-        workers = getattr(owner, "_num_workers", 0) if owner is not None else 0
-        if workers and hasattr(owner, "_sampler_iter"):
-            return True
-        frame = frame.f_back
-    return False
+class _Finished:
+    """A loaded state of an epoch whose every batch was taken: a pass that yields nothing."""
+
+    __slots__ = ("epoch", "done")
+    handed_out = batches = 0
+
+    def __init__(self, epoch: Optional[int]) -> None:
+        self.epoch = epoch
+        self.done = False
+
+    @staticmethod
+    def next_batch() -> None:
+        return None
 
 
-class BalancedBatchSampler(_SamplerBase):
+class BalancedBatchSampler(StatefulBatchSampler):
     """Batches of exactly ``batch_size`` dataset indices with balanced estimated cost.
 
     Wraps ``sampler`` (any iterable of dataset indices, iterated afresh each epoch, e.g. a
@@ -151,6 +151,11 @@ class BalancedBatchSampler(_SamplerBase):
     batches is ceil(N / batch_size) (floor with ``drop_last``) whatever the costs, so every rank
     emits the same count, and every index of the epoch comes out exactly once.
 
+    Iterators, states and copies follow the samplers' protocol (docs/python.md, "Iterators,
+    states and copies"): each iterator is a pass of its own, state_dict() describes the one
+    started last, and a copy (pickle, deepcopy) continues where the sampler stood (the inner
+    sampler and the costs are copied with it).
+
     Args:
         sampler: iterable of dataset indices (ints; a bool, a float or a string is a bcl.Error).
         costs: the estimated cost of each dataset index: a sequence, numpy array or tensor
@@ -162,7 +167,7 @@ class BalancedBatchSampler(_SamplerBase):
         lookahead: K, batches per lookahead window (default 8).
         policy: ``"sliding"`` (default) or ``"tumbling"``.
         drop_last: drop the short final batch (default False).
-        seed: seed of every random choice (default 0).
+        seed: seed of every random choice (default 0), in [0, 2^63) as every epoch is.
         cap: outlier cap on the estimated cost: None (default), a number (a fixed cap) or a
             quantile of the costs seen, such as ``"p99"``. ``cap_warmup``, ``cap_prior`` and
             ``cap_action`` (only ``"clip"``: an index cannot be truncated) as in C++.
@@ -191,6 +196,11 @@ class BalancedBatchSampler(_SamplerBase):
             library's message.
     """
 
+    _who = _WHO
+    _format = STATE_FORMAT
+    _earlier_formats = _EARLIER_FORMATS
+    _checked_fields = _CHECKED_FIELDS
+
     def __init__(
         self,
         sampler: Any,
@@ -216,11 +226,19 @@ class BalancedBatchSampler(_SamplerBase):
         prefetch_limit: int = 64,
         calibrate: bool = False,
     ) -> None:
+        arguments = dict(
+            sampler=sampler, costs=costs, batch_size=batch_size, lookahead=lookahead,
+            policy=policy, drop_last=drop_last, seed=seed, cap=cap, memory=memory,
+            memory_budget=memory_budget, emission=emission, batching=batching,
+            buffer_windows=buffer_windows, max_age=max_age, mean_cost=mean_cost,
+            largest_first=largest_first, cap_warmup=cap_warmup, cap_action=cap_action,
+            cap_prior=cap_prior, prefetch_limit=prefetch_limit, calibrate=calibrate,
+        )  # fmt: skip
         opt = _core.options()
         opt.batch_size = inputs.whole("batch_size", batch_size)
         opt.lookahead = inputs.whole("lookahead", lookahead)
         opt.drop_last = inputs.flag("drop_last", drop_last)
-        opt.seed = inputs.whole("seed", seed)
+        opt.seed = inputs.counter("seed", seed)
         opt.emission = inputs.enum_value(_core.emission_order, "emission", emission)
         opt.batching = inputs.enum_value(_core.batch_cost, "batching", batching)
         opt.policy = inputs.enum_value(_core.lookahead_policy, "policy", policy)
@@ -274,10 +292,8 @@ class BalancedBatchSampler(_SamplerBase):
                 None if memory is None else inputs.real_array("memory", memory),
             )
         self._epoch: Optional[int] = None  # the last set_epoch() value
-        self._run: Optional[_Run] = None  # the epoch being iterated, or the last one
-        self._resume: Optional[_Run] = None  # a loaded state, waiting for the next __iter__
         self._carry: Any = None  # a loaded epoch between epochs: what the balancer learned
-        self._prefetching = False  # the last epoch was read by a DataLoader with workers
+        self._keep_arguments(arguments)
 
     # -- iteration -----------------------------------------------------------------------------
 
@@ -288,30 +304,18 @@ class BalancedBatchSampler(_SamplerBase):
             return n // self.batch_size
         return (n + self.batch_size - 1) // self.batch_size
 
-    def __iter__(self) -> Iterator[list[int]]:
-        # The epoch starts at the first next(), not here: a DataLoader calls iter() on its batch
-        # sampler and may drop that iterator unused, which must not consume the inner sampler
-        # (nor a loaded state).
-        run = self._start()
-        next_batch = run.core.next_batch
-        batch = next_batch()
-        self._prefetching = _loader_with_workers()
-        while batch is not None:
-            yield batch
-            batch = next_batch()
-        run.done = True
+    def _batches_of(self, length: int) -> int:
+        b = self.batch_size
+        return length // b if self.drop_last else (length + b - 1) // b
 
-    def _start(self) -> _Run:
-        """Begins an epoch (or the loaded state's, prepared by load_state_dict()). The balancer
-        of the epoch before carries on into it when that epoch was drained (what it learned, the
-        cap and the heavy slots, stays); an epoch left unfinished leaves a new one."""
-        resume, self._resume = self._resume, None
-        if resume is not None:
-            self._run = resume
-            return resume
+    def _begin(self) -> _Run:
+        """Begins a pass over the inner sampler's epoch. The balancer of the epoch before carries
+        on into it when that epoch was drained (what it learned, the cap and the heavy slots,
+        stays); an epoch left unfinished leaves a new one."""
         carried, self._carry = self._carry, None
-        if carried is None and self._run is not None and self._run.core.drained:
-            carried = self._run.core
+        latest = self._latest
+        if carried is None and isinstance(latest, _Run) and latest.core.drained:
+            carried = latest.core
         inner_state = self._inner_state()
         epoch = self._current_epoch()
         indices = self._pull()
@@ -325,14 +329,18 @@ class BalancedBatchSampler(_SamplerBase):
         else:
             core = self._new_epoch(_core.with_mean_cost(self._options, level), indices)
             core.keep_states_for(self._prefetch_limit)
-        self._run = _Run(core, level, inner_state, epoch)
-        return self._run
+        return _Run(core, level, inner_state, epoch, self._batches_of(len(indices)))
 
     def set_epoch(self, epoch: int) -> None:
-        """Passes the epoch to the inner sampler (if it has set_epoch) and keeps it for resume."""
-        self._epoch = epoch
+        """Passes the epoch (in [0, 2^63)) to the inner sampler, if it has set_epoch, and keeps
+        it for resume. A loaded state of a finished epoch gives way to another epoch; one loaded
+        mid-epoch is still resumed first (its rest is owed)."""
+        epoch = inputs.counter("epoch", epoch)
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
+        self._epoch = epoch
+        if isinstance(self._resume, _Finished) and self._resume.epoch != epoch:
+            self._resume = None
 
     @property
     def stats(self) -> dict:
@@ -340,8 +348,8 @@ class BalancedBatchSampler(_SamplerBase):
         records and batches, and running statistics (count, mean, cv, stddev, min, max), each
         with an "of" entry saying what it is taken over (``batch_cost`` counts full batches
         only: the short last batch would distort its spread)."""
-        run = self._resume or self._run
-        core = run.core if run is not None else self._carry
+        run = self._current()
+        core = run.core if isinstance(run, _Run) else self._carry
         if core is None:
             core = self._new_epoch(self._options, np.empty(0, np.int64))
         stats = core.stats()
@@ -354,94 +362,69 @@ class BalancedBatchSampler(_SamplerBase):
         """The mean cost per index the current (or last) epoch's balancer aims at: the option
         when it is fixed, else the epoch's own mean; 0 before the first epoch has started, and
         always 0 with mean_cost="running" (the balancer's own running estimate)."""
-        run = self._resume or self._run
-        return run.level if run is not None else self._options.mean_cost
+        run = self._current()
+        return run.level if isinstance(run, _Run) else self._options.mean_cost
 
     # -- resume --------------------------------------------------------------------------------
 
-    def state_dict(self, consumed: Optional[int] = None) -> dict:
-        """The position mid-epoch, the buffered indices and the inner sampler's state.
-
-        Plain Python values (ints, str, bytes, lists, dicts), so it pickles. A sampler restored
-        from it with load_state_dict() yields exactly the batches this one would yield next.
-
-        Args:
-            consumed: the number of this epoch's batches the training loop has taken. A
-                DataLoader with workers reads batches ahead of the loop; with ``consumed`` the
-                state is the epoch's as it was after those batches, so a restored sampler yields
-                the prefetched ones again (up to ``prefetch_limit`` back). None: as of the last
-                batch this sampler handed out (then a DataLoader with workers, whose read-ahead
-                would be lost, draws a warning).
-        """
-        run = self._resume or self._run
-        if consumed is not None:
-            if isinstance(consumed, (bool, np.bool_)) or not isinstance(consumed, numbers.Integral):
-                raise Error(f"{_WHO}: consumed must be an integer (got {consumed!r})")
-            consumed = int(consumed)
-            handed_out = run.core.handed_out if run is not None else 0
-            if not 0 <= consumed <= handed_out:
-                raise Error(
-                    f"{_WHO}: consumed={consumed}, but this epoch has handed out {handed_out} "
-                    "batches"
-                )
-        if run is not None and run.done and consumed in (None, run.core.handed_out):
-            run = None  # the epoch is over and fully taken: the state of the next one
-        state: dict = {"format": STATE_FORMAT}
-        if run is None:
-            state.update(running=False, epoch=self._current_epoch(), inner=self._inner_state())
-            state["learned"] = self._learned_state()
+    def _fields(self, cursor: Any, position: int, ended: bool) -> dict:
+        """A pass mid-epoch: its position, the balancer's bytes and what they hold, the inner
+        sampler's state when the epoch began. A pass whose every batch was taken: the epoch
+        finished, with what its balancer carries into the next. No pass, an ended one, or a
+        finished one whose epoch set_epoch() has since replaced: the epoch not started, with what
+        the last one left the balancer."""
+        state: dict = {}
+        finished = cursor is not None and position == cursor.batches
+        if cursor is None or ended or (finished and cursor.epoch != self._current_epoch()):
+            state.update(running=False, finished=False, epoch=self._current_epoch(),
+                         inner=self._inner_state(), learned=self._learned_state())  # fmt: skip
+        elif finished:
+            learned = self._carry if isinstance(cursor, _Finished) else cursor.core
+            state.update(running=False, finished=True, epoch=cursor.epoch,
+                         inner=self._inner_state(),
+                         learned=bytes(learned.learned_state(self._options.mean_cost)))  # fmt: skip
         else:
-            if consumed is None:
-                data, pending, position = run.core.save()
-                if self._prefetching and run is self._run:
-                    warnings.warn(
-                        "bcl.BalancedBatchSampler.state_dict(): a DataLoader with worker "
-                        "processes reads batches ahead of the training loop, and a state as of "
-                        "the last batch handed out loses those; pass consumed=<batches the loop "
-                        "has taken this epoch>",
-                        stacklevel=2,
-                    )
+            if position == cursor.handed_out:
+                data, pending, at = cursor.core.save()
             else:
-                data, pending, position = run.core.save_at(consumed)
+                data, pending, at = cursor.core.save_at(position)
             state.update(
                 running=True,
-                epoch=run.epoch,
-                inner=run.inner_state,
-                position=int(position),
-                length=int(run.core.length),
-                digest=run.digest(),
+                finished=False,
+                epoch=cursor.epoch,
+                inner=cursor.inner_state,
+                position=int(at),
+                length=int(cursor.core.length),
+                digest=cursor.digest(),
                 # The level computed for the epoch, or None where it is not the epoch's own.
-                epoch_mean_cost=float(run.level) if self._mean_cost_mode == "epoch" else None,
+                epoch_mean_cost=float(cursor.level) if self._mean_cost_mode == "epoch" else None,
                 mean_cost_mode=self._mean_cost_mode,
                 balancer=bytes(data),
                 pending=pending.tolist(),
             )
         state.update(dataset_size=self._table.dataset_size, inner_kind=inner_kind(self.sampler))
-        state["checksum"] = checksum(state, _CHECKED_FIELDS)
         return state
 
-    def load_state_dict(self, state: Mapping) -> None:
-        """Continues from state_dict(): the next __iter__ resumes the saved epoch mid-way.
+    def _load_checked(self, state: Any, extra: Any) -> None:
+        if isinstance(state, dict) and state.get("format") == _FORMAT_3:
+            # Format 3: the same fields but "finished", which its states never were.
+            read = Reader(state, _WHO)
+            read.verify(_FORMAT_3_FIELDS)
+            self._load(read, extra)
+            return
+        super()._load_checked(state, extra)
 
-        Every field is checked against the others, the balancer's bytes, the epoch's indices
-        (the inner sampler is asked for them again here) and this sampler; whatever is wrong is a
-        bcl.Error naming the field, and leaves this sampler as it was (its inner sampler's epoch
-        and state are put back, where it has set_epoch/state_dict).
-        """
-        got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
-        if got in _EARLIER_FORMATS:
-            raise Error(
-                f"{_WHO}: the state was written by an earlier bcl (format {got!r}), whose states "
-                "cannot be checked; start the epoch again (set_epoch) instead of resuming it"
-            )
-        if got != STATE_FORMAT:
-            raise Error(
-                f"{_WHO}: not a state of this sampler (format {got!r}, expected {STATE_FORMAT!r})"
-            )
-        read = Reader(state, _WHO)
-        read.verify(_CHECKED_FIELDS)
+    def _load(self, read: Reader, extra: Any) -> None:
+        """Checks every field against the others, the balancer's bytes, the epoch's indices
+        (the inner sampler is asked for them again, unless a copy carries them) and this
+        sampler; commits only then. Whatever fails leaves this sampler as it was (its inner
+        sampler's epoch and state are put back, where it has set_epoch/state_dict)."""
+        state = read.state
         self._check_same_sampler(read)
         running = read.flag("running")
+        finished = read.flag("finished") if state.get("format") == STATE_FORMAT else False
+        if running and finished:
+            raise read.error("finished", "is True, but running says the epoch is under way")
         present = [key for key in _RUNNING_FIELDS if key in state]
         if not running and present:
             raise read.error(
@@ -450,19 +433,31 @@ class BalancedBatchSampler(_SamplerBase):
         epoch, inner = read.epoch(), read.get("inner")
         saved = self._read_run(read) if running else None
         carry = None if running else self._read_learned(read)
+        if finished and carry is None:
+            raise read.error("learned", "is None, but a finished epoch's balancer carries on")
         rollback = self._inner_rollback()
         try:
             if epoch is not None:
                 self.set_epoch(epoch)
             if inner is not None and hasattr(self.sampler, "load_state_dict"):
                 self.sampler.load_state_dict(inner)
-            resume = self._prepare_resume(saved, inner, epoch) if saved is not None else None
+            resume: Any = None
+            if saved is not None:
+                resume = self._prepare_resume(saved, inner, epoch, extra)
+            elif finished:
+                resume = _Finished(epoch)
         except BaseException:
             rollback()
             raise
         self._resume = resume
         self._carry = carry
-        self._run = None
+        self._latest = None
+
+    def _copy_extra(self) -> Any:
+        """A copy of a pass mid-epoch takes the epoch's indices along, so that it need not ask
+        the inner sampler to repeat them."""
+        cursor = self._current()
+        return cursor.core.indices.copy() if isinstance(cursor, _Run) else None
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -481,8 +476,8 @@ class BalancedBatchSampler(_SamplerBase):
         finite, or a batch not handed out, too old or already observed."""
         if not self._prior:
             raise Error(f"{_WHO}.observe: the sampler does not calibrate (calibrate=True)")
-        run = self._resume or self._run
-        if run is None:
+        run = self._current()
+        if not isinstance(run, _Run):
             raise Error(f"{_WHO}.observe: no batch of this epoch has been handed out")
         whole = isinstance(batch_index, numbers.Integral)
         if isinstance(batch_index, (bool, np.bool_)) or not whole:
@@ -494,8 +489,9 @@ class BalancedBatchSampler(_SamplerBase):
     def _learned_state(self) -> Optional[bytes]:
         """What the balancer of the last (drained) epoch carries into the next, as bytes."""
         core = self._carry
-        if core is None and self._run is not None and self._run.core.drained:
-            core = self._run.core
+        latest = self._latest
+        if core is None and isinstance(latest, _Run) and latest.core.drained:
+            core = latest.core
         return None if core is None else bytes(core.learned_state(self._options.mean_cost))
 
     def _read_learned(self, read: Reader) -> Any:
@@ -530,10 +526,15 @@ class BalancedBatchSampler(_SamplerBase):
         pending = inputs.strict_indices(read.sequence("pending"), f"{_WHO}: the state's pending")
         return level, position, length, digest, read.data("balancer"), pending
 
-    def _prepare_resume(self, saved: tuple, inner_state: Any, epoch: Optional[int]) -> _Run:
-        """The saved epoch, rebuilt and checked against the indices the inner sampler yields."""
+    def _prepare_resume(self, saved: tuple, inner_state: Any, epoch: Optional[int],
+                        indices: Any = None) -> _Run:  # fmt: skip
+        """The saved epoch, rebuilt and checked against its indices: those the inner sampler
+        yields, or those a copy carries."""
         level, position, length, digest, data, pending = saved
-        indices = self._pull()
+        if indices is None:
+            indices = self._pull()
+        else:
+            indices = inputs.strict_indices(indices, f"{_WHO}: the copied epoch's indices")
         if len(indices) != length or indices_digest(indices) != digest:
             raise Error(
                 f"{_WHO}: the inner sampler yields other indices for this epoch than when the "
@@ -545,17 +546,17 @@ class BalancedBatchSampler(_SamplerBase):
         options = _core.with_mean_cost(self._options, level)
         core = self._new_epoch(options, data, pending, indices, position)
         core.keep_states_for(self._prefetch_limit)
-        return _Run(core, level, inner_state, epoch, digest)
+        return _Run(core, level, inner_state, epoch, self._batches_of(length), digest)
 
     def _inner_rollback(self) -> Any:
         """A function that puts back what load_state_dict() may change before it fails: this
         sampler's epoch, and the inner sampler's epoch and state where it exposes them."""
-        epoch, sampler = self._epoch, self.sampler
+        epoch, sampler, resume = self._epoch, self.sampler, self._resume
         inner_epoch = getattr(sampler, "epoch", None)
         inner_state = self._inner_state()
 
         def rollback() -> None:
-            self._epoch = epoch
+            self._epoch, self._resume = epoch, resume
             if hasattr(sampler, "set_epoch") and inner_epoch is not None:
                 sampler.set_epoch(inner_epoch)
             if inner_state is not None and hasattr(sampler, "load_state_dict"):

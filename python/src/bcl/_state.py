@@ -41,6 +41,11 @@ def _canonical(value: Any) -> bytes:
         return b"B" + str(len(value)).encode() + b":" + bytes(value)
     if isinstance(value, (list, tuple, np.ndarray)):
         return b"L" + str(len(value)).encode() + b"[" + b",".join(_canonical(v) for v in value)
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda item: _canonical(item[0]))
+        return b"M" + str(len(items)).encode() + b"{" + b",".join(
+            _canonical(k) + b":" + _canonical(v) for k, v in items
+        )
     return b"?" + type(value).__name__.encode()
 
 
@@ -59,18 +64,28 @@ def checksum(state: Mapping, fields: tuple) -> str:
 class Reader:
     """Reads the fields of a state dict, each with its type checked; who: the sampler's name."""
 
-    def __init__(self, state: Mapping, who: str) -> None:
+    def __init__(self, state: Mapping, who: str, prefix: str = "") -> None:
         self.state = state
         self.who = who
+        self.prefix = prefix  # "settings." for the fields of a nested mapping
 
     def error(self, key: str, what: str) -> Error:
-        return Error(f"{self.who}: the state's {key} {what}")
+        return Error(f"{self.who}: the state's {self.prefix}{key} {what}")
 
     def get(self, key: str) -> Any:
         try:
             return self.state[key]
         except KeyError:
-            raise Error(f"{self.who}: the state has no {key!r}") from None
+            raise Error(f"{self.who}: the state has no {self.prefix + key!r}") from None
+
+    def keys(self, expected: Any) -> None:
+        """bcl.Error unless the fields are exactly `expected`, naming one missing or unknown."""
+        extra = sorted(str(k) for k in self.state if k not in expected)
+        missing = sorted(k for k in expected if k not in self.state)
+        if missing:
+            raise Error(f"{self.who}: the state has no {self.prefix + missing[0]!r}")
+        if extra:
+            raise Error(f"{self.who}: the state has an unknown field {self.prefix + extra[0]!r}")
 
     def flag(self, key: str) -> bool:
         value = self.get(key)
@@ -120,6 +135,39 @@ class Reader:
         if not isinstance(value, (list, tuple, np.ndarray)):
             raise self.error(key, f"must be a list of dataset indices (got {type(value).__name__})")
         return value
+
+    def same(self, key: str, mine: Any, name: Optional[str] = None) -> None:
+        """bcl.Error unless the state's `key` is `mine`, read as the same type (an int as an
+        integer, never a bool or a float; a bool as True or False; a str as a string; a float as
+        a number), naming the field and both values."""
+        if isinstance(mine, bool):
+            saved: Any = self.flag(key)
+        elif isinstance(mine, int):
+            saved = self.count(key)
+        elif isinstance(mine, float):
+            saved = self.get(key)
+            if not isinstance(saved, float):
+                raise self.error(key, f"must be a float (got {saved!r})")
+        elif isinstance(mine, str):
+            saved = self.text(key)
+        elif mine is None:
+            saved = self.get(key)
+            if saved is not None:
+                raise self.error(key, f"must be None (got {saved!r})")
+        else:  # pragma: no cover - every setting is one of the above
+            raise TypeError(f"no rule to read a {type(mine).__name__}")
+        if saved != mine or (isinstance(mine, float) and saved.hex() != mine.hex()):
+            raise Error(
+                f"{self.who}: the state was saved with {name or key}={saved!r}, but this "
+                f"sampler has {name or key}={mine!r}"
+            )
+
+    def section(self, key: str) -> "Reader":
+        """The reader of a nested mapping of fields, whose messages name them as key.field."""
+        value = self.get(key)
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"must be a mapping of fields (got {type(value).__name__})")
+        return Reader(value, self.who, prefix=f"{self.prefix}{key}.")
 
     def verify(self, fields: tuple) -> None:
         """bcl.Error unless the state's checksum matches its fields."""

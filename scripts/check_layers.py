@@ -10,8 +10,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "include"
 
 # From the bottom up. A header's layer is that of the first pattern its path matches.
 LAYERS = [
-    ("vocabulary", [r"bcl/(error|version|record|cost_estimator|record_model|calibrated_cost|"
-                    r"statistics|options)\.hpp", r"bcl/detail/[a-z_]+\.hpp"]),
+    ("vocabulary", [r"bcl/(error|version|record|cost_estimator|cost_check|record_model|"
+                    r"calibrated_cost|statistics|options)\.hpp", r"bcl/detail/[a-z_]+\.hpp"]),
     ("partitioners", [r"bcl/partition/"]),
     ("policies", [r"bcl/detail/(rounds|caps|plan)/"]),
     ("checks", [r"bcl/validate\.hpp"]),

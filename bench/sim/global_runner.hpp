@@ -3,6 +3,7 @@
 
 #include "policy_runner.hpp"
 
+#include <bcl/epoch_plan.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/statistics.hpp>
 
@@ -36,7 +37,8 @@ public:
         m_opt.batching = ctx.batching;
         m_opt.cap = global_plan_cap(ctx.cap);
         m_opt.level_steps = level_steps;
-        m_planner.reserve(shape());
+        m_order.resize(ctx.ranks * ctx.lookahead * ctx.batch);
+        for (std::size_t i = 0; i < m_order.size(); ++i) m_order[i] = i;
     }
 
     void run(std::size_t first, std::size_t count, step_block out) override {
@@ -46,17 +48,39 @@ public:
         const std::size_t n = R * window;
         m_items.resize(n);
         m_costs.resize(n);
-        m_plan.resize(n);
         for (std::size_t r = 0; r < R; ++r)
             for (std::size_t i = 0; i < window; ++i) {
                 m_items[r * window + i] = fetch(m_ctx, r, std::uint64_t{first} * B + i);
                 m_costs[r * window + i] = m_items[r * window + i].cost;
             }
-        const bcl::plan_summary summary = m_planner.plan(m_costs, shape(), m_opt, m_plan);
-        m_gap.add(summary.gap());
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t t = m_plan[i].step;
-            const std::size_t r = m_plan[i].rank;
+        // The window is an epoch of one window: its records in rank order, every rank's K*B.
+        (void)m_planner.plan(std::span<const double>(m_costs),
+                             std::span<const std::size_t>(m_order), shape(), m_opt,
+                             [&](std::size_t, std::span<const bcl::plan_slot> slots,
+                                 const bcl::plan_summary& summary) {
+                                 m_gap.add(summary.gap());
+                                 charge(first, count, slots, out);
+                             });
+    }
+
+    [[nodiscard]] policy_extras extras() const override {
+        policy_extras e;
+        e.mean_gap_to_lb = m_gap.mean();
+        e.max_delay_batches = m_max_delay;
+        e.capped = m_capped;
+        return e;
+    }
+
+private:
+    // Charges each record of the window to the (step, rank) the plan gave it.
+    void charge(std::size_t first, std::size_t count, std::span<const bcl::plan_slot> plan,
+                step_block out) {
+        const std::size_t R = m_ctx.ranks;
+        const std::size_t B = m_ctx.batch;
+        const std::size_t window = m_ctx.lookahead * B;
+        for (std::size_t i = 0; i < plan.size(); ++i) {
+            const std::size_t t = plan[i].step;
+            const std::size_t r = plan[i].rank;
             if (t >= count) continue; // past the end of the run
             out.charge(t, r, R, m_items[i]);
             // Truncated by the stream, or clipped by the plan's cap.
@@ -69,25 +93,16 @@ public:
         }
     }
 
-    [[nodiscard]] policy_extras extras() const override {
-        policy_extras e;
-        e.mean_gap_to_lb = m_gap.mean();
-        e.max_delay_batches = m_max_delay;
-        e.capped = m_capped;
-        return e;
-    }
-
-private:
-    [[nodiscard]] bcl::plan_shape shape() const noexcept {
-        return {.ranks = m_ctx.ranks, .steps = m_ctx.lookahead, .batch = m_ctx.batch};
+    [[nodiscard]] bcl::epoch_shape shape() const noexcept {
+        return {.ranks = m_ctx.ranks, .lookahead = m_ctx.lookahead, .batch = m_ctx.batch};
     }
 
     sim_context m_ctx;
     bcl::plan_options m_opt;
-    bcl::global_planner m_planner;
+    bcl::epoch_planner m_planner;
+    std::vector<std::size_t> m_order; // 0, 1, ..., R*K*B - 1: a window's records in rank order
     std::vector<sample> m_items;
     std::vector<double> m_costs;
-    std::vector<bcl::plan_slot> m_plan;
     bcl::running_stats m_gap;
     std::uint64_t m_max_delay = 0;
     std::uint64_t m_capped = 0;

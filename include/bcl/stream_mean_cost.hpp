@@ -5,9 +5,9 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/cost_check.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/caps/cap_kinds.hpp>
-#include <bcl/detail/number_text.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/validate.hpp>
@@ -43,11 +43,8 @@ namespace bcl {
                                              const cap_options& cap) {
     validate(options{.batch_size = 1, .cap = cap});
     for (std::size_t i = 0; i < costs.size(); ++i)
-        if (!(costs[i] >= 0.0 && costs[i] <= max_estimate))
-            throw error("bcl::stream_mean_cost: cost " + std::to_string(i) + " is " +
-                        detail::number_text(costs[i]) +
-                        "; it must be >= 0 and at most bcl::max_estimate (" +
-                        detail::number_text(max_estimate) + ")");
+        check_cost(costs[i],
+                   [i] { return "bcl::stream_mean_cost: cost " + std::to_string(i) + " is "; });
     if (costs.empty()) return 0.0;
     const double level = std::visit([&](const auto& kind) { return kind.stream_level(costs); },
                                     detail::make_cap_kind(cap));

@@ -116,6 +116,15 @@ PYBIND11_MODULE(_core, m) {
     py::register_exception<bcl::error>(m, "Error", PyExc_ValueError);
     m.attr("version") = BCL_VERSION_STRING;
     m.attr("max_plan_records") = bcl::max_plan_records;
+    m.def(
+        "epoch_batches",
+        [](std::size_t n, std::size_t ranks, std::size_t batch, bool drop_last) {
+            return bcl::epoch_layout::of(
+                       n, {.ranks = ranks, .lookahead = 1, .batch = batch, .drop_last = drop_last})
+                .batches;
+        },
+        py::arg("n"), py::arg("ranks"), py::arg("batch"), py::arg("drop_last"),
+        "Batches each rank gets in an epoch of n records (bcl::epoch_layout).");
 
     py::enum_<bcl::lookahead_policy>(m, "lookahead_policy")
         .value("tumbling", bcl::lookahead_policy::tumbling)
@@ -190,17 +199,19 @@ PYBIND11_MODULE(_core, m) {
         "integer in [0, 2^63), naming `what`, the position and the value.");
 
     py::class_<global_epoch>(m, "global_epoch")
-        .def(py::init([](std::shared_ptr<const cost_table> table, const index_array& order,
+        .def(py::init([](const std::shared_ptr<const cost_table>& table, const index_array& order,
                          std::size_t ranks, std::size_t steps, std::size_t batch, std::size_t rank,
                          bcl::batch_cost batching, double cap, bool level_steps, bool drop_last) {
                  bcl::plan_options opt;
                  opt.batching = batching;
                  opt.cap = cap;
                  opt.level_steps = level_steps;
-                 return global_epoch(
-                     std::move(table), order,
-                     bcl::plan_shape{.ranks = ranks, .steps = steps, .batch = batch}, rank, opt,
-                     drop_last);
+                 return global_epoch(table, order,
+                                     bcl::epoch_shape{.ranks = ranks,
+                                                      .lookahead = steps,
+                                                      .batch = batch,
+                                                      .drop_last = drop_last},
+                                     rank, opt);
              }),
              py::arg("table"), py::arg("order"), py::arg("ranks"), py::arg("steps"),
              py::arg("batch"), py::arg("rank"), py::arg("batching"), py::arg("cap"),
@@ -210,33 +221,49 @@ PYBIND11_MODULE(_core, m) {
         .def("batch", &global_epoch::batch, py::arg("i"))
         .def("stats", &global_epoch::stats);
     m.def(
-        "plan_window",
-        [](const value_array& costs, std::size_t ranks, std::size_t steps, std::size_t batch,
-           bcl::batch_cost batching, double cap, bool level_steps) {
+        "plan_held_batch",
+        [](const value_array& costs, std::size_t ranks, std::size_t batch, bcl::batch_cost batching,
+           double cap, bool level_steps) {
+            // One window of all the held records, K = the steps their share needs, each rank's
+            // micro-batches in step order, each micro-batch in input order.
             bcl::plan_options opt;
             opt.batching = batching;
             opt.cap = cap;
             opt.level_steps = level_steps;
-            const std::span<const double> in(costs.data(), static_cast<std::size_t>(costs.size()));
-            std::vector<bcl::plan_slot> slots(in.size());
+            const auto n = static_cast<std::size_t>(costs.size());
+            const std::size_t per_rank = ranks == 0 ? 0 : n / ranks;
+            const std::size_t steps =
+                batch == 0 ? 1 : std::max<std::size_t>(1, (per_rank + batch - 1) / batch);
+            std::vector<std::uint64_t> order(n);
+            for (std::size_t i = 0; i < n; ++i) order[i] = i;
+            std::vector<std::vector<std::vector<std::uint64_t>>> out(
+                ranks, std::vector<std::vector<std::uint64_t>>(steps));
             {
                 py::gil_scoped_release unlocked;
-                bcl::global_planner planner;
-                (void)planner.plan(in, {.ranks = ranks, .steps = steps, .batch = batch}, opt,
-                                   slots);
+                bcl::epoch_planner planner;
+                (void)planner.plan(
+                    std::span<const double>(costs.data(), n), std::span<const std::uint64_t>(order),
+                    bcl::epoch_shape{.ranks = ranks, .lookahead = steps, .batch = batch}, opt,
+                    [&](std::size_t first, std::span<const bcl::plan_slot> slots,
+                        const bcl::plan_summary&) {
+                        for (std::size_t i = 0; i < slots.size(); ++i)
+                            out[slots[i].rank][slots[i].step].push_back(first + i);
+                    },
+                    "bcl.plan_batches");
             }
-            py::array_t<std::uint32_t> out(
-                {static_cast<py::ssize_t>(slots.size()), static_cast<py::ssize_t>(2)});
-            auto w = out.mutable_unchecked<2>();
-            for (std::size_t i = 0; i < slots.size(); ++i) {
-                w(static_cast<py::ssize_t>(i), 0) = slots[i].step;
-                w(static_cast<py::ssize_t>(i), 1) = slots[i].rank;
+            py::list result;
+            for (const auto& rank : out) {
+                py::list micro;
+                for (const auto& b : rank)
+                    if (!b.empty()) micro.append(py::cast(b));
+                result.append(micro);
             }
-            return out;
+            return result;
         },
-        py::arg("costs"), py::arg("ranks"), py::arg("steps"), py::arg("batch"), py::arg("batching"),
-        py::arg("cap"), py::arg("level_steps"),
-        "bcl::plan_window: (step, rank) of each cost, as an n x 2 uint32 array.");
+        py::arg("costs"), py::arg("ranks"), py::arg("batch"), py::arg("batching"), py::arg("cap"),
+        py::arg("level_steps"),
+        "bcl.plan_batches: each rank's micro-batches of one held global batch "
+        "(bcl::epoch_planner).");
     define_epoch<index_cost>(
         m, "epoch", [](const std::shared_ptr<const cost_table>& t) { return index_cost{t}; });
     define_epoch<index_cost_memory>(

@@ -6,7 +6,7 @@
 // entry, not a table of 2^40).
 
 #include <bcl/bcl.hpp>
-#include <bcl/detail/number_text.hpp>
+#include <bcl/cost_check.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,18 +31,16 @@ namespace py = pybind11;
 using index_array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 using value_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-/// Throws bcl::error naming `subject` (e.g. "costs[7]") unless `value` is a cost or memory
-/// estimate the balancer accepts: finite, >= 0 and at most bcl::max_estimate.
+/// Whether `value` is a cost or memory estimate the balancer accepts (bcl::valid_cost).
 [[nodiscard]] inline bool acceptable(double value) noexcept {
-    return value >= 0.0 && value <= bcl::max_estimate;
+    return bcl::valid_cost(value);
 }
 
+/// Throws bcl::error naming `subject` (e.g. "costs[7]") unless acceptable(value).
 inline void check_estimate(const auto& subject, double value) {
     if (acceptable(value)) [[likely]]
         return;
-    throw bcl::error(std::string(subject) + " is " + bcl::detail::number_text(value) +
-                     "; it must be >= 0 and at most bcl::max_estimate (" +
-                     bcl::detail::number_text(bcl::max_estimate) + ")");
+    bcl::throw_invalid_cost(std::string(subject) + " is ", value);
 }
 
 class cost_table {
@@ -68,6 +67,11 @@ public:
     /// Entries held: the dataset size of a dense table.
     [[nodiscard]] std::size_t size() const noexcept {
         return m_dense ? m_cost.size() : m_sparse.size();
+    }
+    /// A dense table's costs, by dataset index; bcl::error for a sparse table.
+    [[nodiscard]] std::span<const double> dense_costs() const {
+        if (!m_dense) throw bcl::error("costs given one index at a time make no whole table");
+        return m_cost;
     }
     /// The dataset size, where the table knows it (a dense table).
     [[nodiscard]] std::optional<std::uint64_t> dataset_size() const noexcept {

@@ -10,6 +10,7 @@
 
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
+#include <bcl/epoch_plan.hpp>
 #include <bcl/global_plan.hpp>
 
 #include <catch2/catch.hpp>
@@ -22,6 +23,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -371,4 +373,31 @@ TEST_CASE("bcl::global_planner allocates nothing once it has planned its largest
         }
         CHECK(seen == 0);
     }
+}
+
+TEST_CASE("bcl::epoch_planner plans an epoch into a share without allocating once it has "
+          "planned one of the same size",
+          "[allocation][epoch_plan]") {
+    constexpr std::size_t n = 1000;
+    const cost_list table = pareto_costs(n, 4);
+    std::vector<std::size_t> order;
+    const bcl::epoch_shape shape{.ranks = 8, .lookahead = k, .batch = b, .drop_last = false};
+    bcl::epoch_planner planner;
+    bcl::epoch_share<std::size_t> share;
+    // A name longer than any short-string buffer: naming the planner costs nothing either.
+    const std::string_view who = "bcl::torch::distributed_balanced_sampler (a long name)";
+    bcl::epoch_order(n, true, 1, 0, order);
+    planner.share(std::span<const double>(table), std::span<const std::size_t>(order), shape, 3, {},
+                  share, who);
+    std::size_t seen = 0;
+    {
+        counting_scope scope;
+        for (std::uint64_t epoch = 1; epoch < 4; ++epoch) {
+            bcl::epoch_order(n, true, 1, epoch, order);
+            planner.share(std::span<const double>(table), std::span<const std::size_t>(order),
+                          shape, 3, {}, share, who);
+        }
+        seen = scope.allocations();
+    }
+    CHECK(seen == 0);
 }

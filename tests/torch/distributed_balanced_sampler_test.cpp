@@ -7,6 +7,7 @@
 
 #include "allocation_counter.hpp"
 #include "sampler_support.hpp"
+#include "support/epoch_reference.hpp"
 
 #include <bcl/bcl.hpp>
 #include <bcl/global_plan.hpp>
@@ -59,74 +60,13 @@ struct setup {
     }
 };
 
-// The documented global order, written here from its description: SplitMix64 (state += golden
-// gamma, then the output function), seeded with the output for the seed, then the output for
-// that xor the epoch; a Fisher-Yates shuffle from the top, each position's partner drawn below
-// its count by rejection of the 2^64 mod count lowest values.
-struct splitmix {
-    std::uint64_t state;
-    std::uint64_t next() {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-};
+using bcl_test::reference_epoch;
+using bcl_test::reference_order;
 
-index_batch reference_order(std::size_t n, std::uint64_t seed, std::size_t epoch, bool shuffle) {
-    index_batch order(n);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    if (!shuffle) return order;
-    const std::uint64_t first = splitmix{seed}.next();
-    splitmix rng{splitmix{first ^ epoch}.next()};
-    for (std::size_t count = n; count > 1; --count) {
-        const std::uint64_t reject_below = (std::uint64_t(0) - count) % count;
-        std::uint64_t x = rng.next();
-        while (x < reject_below) x = rng.next();
-        std::swap(order[count - 1], order[x % count]);
-    }
-    return order;
-}
-
-// What every rank of an epoch must hand out, computed from the public global plan: the kept
-// order (padded with its head, or cut, as DistributedSampler does, then cut to whole batches
-// with drop_last), each window of R*K*B planned with bcl::plan_window, rank r's batch of each
-// step its records in the window's order; and the chain of the windows' digests.
-struct reference_epoch {
-    index_batch kept;
-    std::vector<std::vector<index_batch>> batches; // per rank
-    std::uint64_t digest = 0;
-    std::size_t per_rank = 0;
-};
-
-reference_epoch reference(const setup& s, std::size_t epoch) {
-    const index_batch order = reference_order(s.n, s.seed, epoch, s.shuffle);
-    const std::size_t r = s.ranks;
-    const std::size_t m0 = s.drop_last && s.n % r != 0 ? s.n / r : (s.n + r - 1) / r;
-    reference_epoch out;
-    out.per_rank = s.drop_last ? m0 - m0 % s.batch : m0;
-    for (std::size_t i = 0; i < out.per_rank * r; ++i) out.kept.push_back(order[i % s.n]);
-    out.batches.resize(r);
-    const std::vector<double> table = s.costs();
-    const std::size_t window = r * s.lookahead * s.batch;
-    for (std::size_t first = 0; first < out.kept.size(); first += window) {
-        const std::size_t count = std::min(window, out.kept.size() - first);
-        std::vector<double> costs;
-        for (std::size_t i = 0; i < count; ++i) costs.push_back(table[out.kept[first + i]]);
-        const std::vector<bcl::plan_slot> slots =
-            bcl::plan_window(costs, {.ranks = r, .steps = s.lookahead, .batch = s.batch}, s.plan);
-        out.digest = bcl::plan_digest(slots, out.digest);
-        const std::size_t steps = (count / r + s.batch - 1) / s.batch;
-        for (std::size_t rank = 0; rank < r; ++rank)
-            for (std::size_t step = 0; step < steps; ++step) {
-                index_batch b;
-                for (std::size_t i = 0; i < count; ++i)
-                    if (slots[i].rank == rank && slots[i].step == step)
-                        b.push_back(out.kept[first + i]);
-                out.batches[rank].push_back(std::move(b));
-            }
-    }
-    return out;
+// What every rank of an epoch of `s` must hand out (tests/support/epoch_reference.hpp).
+bcl_test::reference_epoch reference(const setup& s, std::size_t epoch) {
+    return bcl_test::reference_plan(reference_order(s.n, s.seed, epoch, s.shuffle), s.costs(),
+                                    s.ranks, s.lookahead, s.batch, s.drop_last, s.plan);
 }
 
 std::vector<index_batch> drain_all(distributed_balanced_sampler& s) {
@@ -533,7 +473,7 @@ TEST_CASE("torch distributed: a bad cost is a bcl::error at construction naming 
     refused([&] { return distributed_balanced_sampler(good, 4, 2, 2); },
             "rank 2 of num_replicas 2");
     refused([&] { return distributed_balanced_sampler(good, 2048, 1024, 0, true, 0, false, 1024); },
-            "records a plan takes");
+            "above the 1073741824 a window may hold");
     refused(
         [&] {
             return distributed_balanced_sampler(good, 4, 2, 0, true, 0, false, 8,

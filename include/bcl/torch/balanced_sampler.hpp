@@ -7,8 +7,8 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/balancer.hpp>
+#include <bcl/cost_check.hpp>
 #include <bcl/cost_estimator.hpp>
-#include <bcl/detail/number_text.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/statistics.hpp>
@@ -325,11 +325,11 @@ private:
     // The estimated cost of a dataset index, checked as the balancer would check it.
     double checked_cost(std::size_t index) {
         const auto cost = static_cast<double>(std::invoke(m_cost, index));
-        if (cost >= 0.0 && cost <= bcl::max_estimate) return cost;
-        throw bcl::error("bcl::torch::balanced_sampler: dataset index " + std::to_string(index) +
-                         ": cost estimate " + bcl::detail::number_text(cost) +
-                         "; it must be >= 0 and at most bcl::max_estimate (" +
-                         bcl::detail::number_text(bcl::max_estimate) + ")");
+        bcl::check_cost(cost, [index] {
+            return "bcl::torch::balanced_sampler: dataset index " + std::to_string(index) +
+                   ": cost estimate ";
+        });
+        return cost;
     }
 
     // Draws the next bulk of indices into m_staged; false once the inner sampler has no more.

@@ -10,12 +10,12 @@
 
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/number_text.hpp>
+#include <bcl/epoch_plan.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/options.hpp>
 #include <bcl/torch/data_loader.hpp>
 #include <bcl/torch/detail/archive.hpp>
-#include <bcl/torch/detail/epoch_share.hpp>
 
 #if __has_include(<torch/data/samplers/base.h>)
 
@@ -36,6 +36,9 @@
 #include <vector>
 
 namespace bcl::torch {
+
+/// What the plans of an epoch promise (bcl::epoch_plan_summary).
+using epoch_plan_summary = bcl::epoch_plan_summary;
 
 /// A libtorch sampler of batches of dataset indices, planned with every rank's: the libtorch
 /// counterpart of Python's bcl.DistributedBalancedBatchSampler, for a map-style dataset whose
@@ -98,11 +101,15 @@ public:
           m_batch(batch_size), m_replicas(num_replicas), m_rank(rank), m_lookahead(lookahead),
           m_shuffle(shuffle), m_seed(seed), m_drop_last(drop_last), m_plan_options(plan) {
         detail::check_counter(seed, who, "the seed");
-        detail::check_global_settings(m_replicas, m_rank, m_lookahead, m_batch, m_plan_options,
-                                      *m_table, who);
-        m_costs_digest = detail::cost_table_digest(*m_table);
-        m_layout = detail::epoch_layout::of(m_table->size(), m_replicas, m_rank, m_lookahead,
-                                            m_batch, m_drop_last);
+        bcl::check_epoch_shape(shape(), who);
+        if (m_rank >= m_replicas)
+            throw bcl::error(std::string(who) + ": rank " + std::to_string(m_rank) +
+                             " of num_replicas " + std::to_string(m_replicas) +
+                             ": the rank must be below num_replicas");
+        bcl::check_plan_options(m_plan_options, who);
+        bcl::check_cost_table(*m_table, who);
+        m_costs_digest = bcl::cost_table_digest(*m_table);
+        m_layout = bcl::epoch_layout::of(m_table->size(), shape());
     }
 
     /// As above, copying the cost table from `costs`.
@@ -157,11 +164,9 @@ public:
         ensure_planned();
         m_started = true;
         if (m_position == m_layout.batches) return ::torch::nullopt;
-        const std::size_t first = m_position * m_batch;
-        const std::size_t last = std::min(first + m_batch, m_layout.per_rank);
+        const std::span<const std::size_t> batch = m_plan.batch(m_position);
         ++m_position;
-        return std::vector<std::size_t>(m_plan.mine.begin() + static_cast<std::ptrdiff_t>(first),
-                                        m_plan.mine.begin() + static_cast<std::ptrdiff_t>(last));
+        return std::vector<std::size_t>(batch.begin(), batch.end());
     }
 
     /// The chain of the plan digests of the epoch under way's windows (bcl::plan_digest): equal
@@ -295,7 +300,7 @@ public:
     /// (seed, epoch) with `shuffle`, else 0..N-1. The same on every platform. O(N).
     [[nodiscard]] std::vector<std::size_t> order_of(std::size_t epoch) const {
         std::vector<std::size_t> order;
-        detail::global_order(m_table->size(), m_shuffle, m_seed, epoch, order);
+        bcl::epoch_order(m_table->size(), m_shuffle, m_seed, epoch, order);
         return order;
     }
 
@@ -304,7 +309,14 @@ private:
     static constexpr const char* format_tag = "bcl::torch::distributed_balanced_sampler/1";
 
     // One epoch's plan: this rank's records, batch after batch, and what the plans promise.
-    using epoch_plan = detail::epoch_share;
+    using epoch_plan = bcl::epoch_share<std::size_t>;
+
+    [[nodiscard]] bcl::epoch_shape shape() const noexcept {
+        return {.ranks = m_replicas,
+                .lookahead = m_lookahead,
+                .batch = m_batch,
+                .drop_last = m_drop_last};
+    }
 
     // A setting saved as one 64-bit field, compared bit for bit on load.
     struct setting {
@@ -346,8 +358,9 @@ private:
 
     // Plans `epoch` into `out` with the sampler's scratch; `out` is kept only on success.
     void plan_epoch(std::size_t epoch, epoch_plan& out) {
-        detail::global_order(m_table->size(), m_shuffle, m_seed, epoch, m_order);
-        m_share_planner.plan(*m_table, m_order, m_layout, m_plan_options, out);
+        bcl::epoch_order(m_table->size(), m_shuffle, m_seed, epoch, m_order);
+        m_planner.share(std::span<const double>(*m_table), std::span<const std::size_t>(m_order),
+                        shape(), m_rank, m_plan_options, out, who);
     }
 
     std::shared_ptr<const std::vector<double>> m_table;
@@ -360,7 +373,7 @@ private:
     bool m_drop_last;
     bcl::plan_options m_plan_options;
     std::uint64_t m_costs_digest = 0;
-    detail::epoch_layout m_layout; // the order padded or cut, m, the batches per epoch
+    bcl::epoch_layout m_layout; // the order padded or cut, m, the batches per epoch
 
     std::size_t m_current = 0;              // the epoch under way
     std::optional<std::size_t> m_requested; // set_epoch() since the last reset()
@@ -370,7 +383,7 @@ private:
     epoch_plan m_plan;
 
     // Scratch, kept so that planning an epoch allocates nothing once one was planned.
-    detail::epoch_share_planner m_share_planner;
+    bcl::epoch_planner m_planner;
     std::vector<std::size_t> m_order;
 };
 

@@ -206,15 +206,9 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
 
     # -- the epoch -----------------------------------------------------------------------------
 
-    def _samples_per_rank(self) -> int:
-        n, r = self.dataset_size, self.num_replicas
-        if self.drop_last and n % r != 0:
-            return math.ceil((n - r) / r)
-        return math.ceil(n / r)
-
     def __len__(self) -> int:
-        m = self._samples_per_rank()
-        return m // self.batch_size if self.drop_last else math.ceil(m / self.batch_size)
+        return int(_core.epoch_batches(self.dataset_size, self.num_replicas, self.batch_size,
+                                       self.drop_last))  # fmt: skip
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration plans (as DistributedSampler.set_epoch); in [0, 2^63).
@@ -226,20 +220,16 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             self._resume = None
 
     def _order(self, epoch: int) -> np.ndarray:
-        """The epoch's global order, as DistributedSampler draws it, padded or cut."""
+        """The epoch's global order, as DistributedSampler draws it (the plan lays it out,
+        padding or cutting it as DistributedSampler does)."""
         n = self.dataset_size
-        if self.shuffle:
-            import torch
+        if not self.shuffle:
+            return np.arange(n, dtype=np.int64)
+        import torch
 
-            g = torch.Generator()
-            g.manual_seed(self.seed + epoch)
-            order = torch.randperm(n, generator=g).numpy()
-        else:
-            order = np.arange(n, dtype=np.int64)
-        total = self._samples_per_rank() * self.num_replicas
-        if total > n:  # padded with the order's first indices, repeated as needed
-            order = np.concatenate([order, np.resize(order, total - n)])
-        return np.ascontiguousarray(order[:total], dtype=np.int64)
+        g = torch.Generator()
+        g.manual_seed(self.seed + epoch)
+        return np.ascontiguousarray(torch.randperm(n, generator=g).numpy(), dtype=np.int64)
 
     def _planned(self, epoch: int) -> Any:
         """The plan of `epoch`, kept for the passes after the first (plans are immutable)."""
@@ -381,8 +371,4 @@ def plan_batches(
     level = inputs.flag("level_steps", level_steps)
     _core.cost_table(table, None)  # every cost checked, each error naming its index
     plan_cap = inputs.table_cap(cap, table)
-    slots = _core.plan_window(table, r, steps, b, mode, plan_cap, level)
-    out: list[list[list[int]]] = [[[] for _ in range(steps)] for _ in range(r)]
-    for i, (step, rank) in enumerate(slots.tolist()):
-        out[rank][step].append(i)
-    return [[batch for batch in batches if batch] for batches in out]
+    return list(_core.plan_held_batch(table, r, b, mode, plan_cap, level))

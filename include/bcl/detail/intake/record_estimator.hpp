@@ -4,6 +4,7 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/calibrated_cost.hpp>
+#include <bcl/cost_check.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/intake/outlier_cap.hpp>
 #include <bcl/detail/number_text.hpp>
@@ -120,16 +121,16 @@ private:
                     ", over the batch budget of " + number_text(m_budget));
     }
 
-    [[noreturn]] static void throw_bad(const char* what, double value, std::uint64_t position) {
-        throw error("bcl::balancer: record " + std::to_string(position) + " has " + what + " " +
-                    number_text(value) + "; it must be >= 0 and at most bcl::max_estimate (" +
-                    number_text(max_estimate) + ")");
+    [[noreturn]] static void throw_bad(const std::string& what, double value,
+                                       std::uint64_t position) {
+        throw_invalid_cost(
+            "bcl::balancer: record " + std::to_string(position) + " has " + what + " ", value);
     }
 
     static void check_features(const features_type& x, std::uint64_t position) {
         for (std::size_t j = 0; j < feature_count; ++j)
-            if (!(x[j] >= 0.0 && x[j] <= max_estimate)) [[unlikely]]
-                throw_bad(("feature " + std::to_string(j)).c_str(), x[j], position);
+            if (!valid_cost(x[j])) [[unlikely]]
+                throw_bad("feature " + std::to_string(j), x[j], position);
     }
 
     double checked_cost(const Record& r, std::uint64_t position) {
@@ -143,8 +144,7 @@ private:
         } else {
             cost = static_cast<double>(std::invoke(m_estimator, r));
         }
-        // One comparison each way also rejects NaN and both infinities.
-        if (cost >= 0.0 && cost <= max_estimate) [[likely]]
+        if (valid_cost(cost)) [[likely]]
             return cost;
         throw_bad("cost estimate", cost, position);
     }
@@ -152,7 +152,7 @@ private:
     double checked_memory(const Record& r, std::uint64_t position) {
         if constexpr (tracks_memory) {
             const auto memory = static_cast<double>(m_estimator.memory(r));
-            if (memory >= 0.0 && memory <= max_estimate) [[likely]]
+            if (valid_cost(memory)) [[likely]]
                 return memory;
             throw_bad("memory estimate", memory, position);
         } else {

@@ -4,6 +4,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/cost_check.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/number_text.hpp>
 #include <bcl/error.hpp>
@@ -23,18 +24,10 @@ namespace bcl::detail::plan {
     return std::bit_cast<std::uint64_t>(x);
 }
 
-inline constexpr std::uint64_t sign_bit = std::uint64_t{1} << 63;
 inline constexpr std::uint64_t fraction_mask = (std::uint64_t{1} << 52) - 1;
-inline constexpr std::uint64_t largest_cost_bits = bits_of(max_estimate);
 inline constexpr std::uint64_t infinity_bits = 0x7ff0000000000000ULL;
-
-/// The bits of a cost with -0.0 read as +0.0 (it passes `cost >= 0`, and its pattern has the
-/// sign bit set). A valid cost then has bits <= largest_cost_bits; NaNs, infinities, negative
-/// values and values above bcl::max_estimate all have more.
-[[nodiscard]] constexpr std::uint64_t cost_bits(double x) noexcept {
-    const std::uint64_t bits = bits_of(x);
-    return bits == sign_bit ? 0 : bits;
-}
+using detail::cost_bits; // the one rule of a valid cost (cost_check.hpp), on the same bits
+using detail::largest_cost_bits;
 
 /// The bits of a cap, or those of +infinity (no cap) for 0. Throws bcl::error, naming `who`, for
 /// a negative or NaN cap; +infinity is accepted and caps nothing.
@@ -55,10 +48,8 @@ inline constexpr std::uint64_t infinity_bits = 0x7ff0000000000000ULL;
     for (std::size_t i = 0; i < costs.size(); ++i) {
         const std::uint64_t bits = cost_bits(costs[i]);
         if (bits > largest_cost_bits) [[unlikely]]
-            throw error(std::string(who) + ": the cost at index " + std::to_string(i) + " is " +
-                        number_text(costs[i]) +
-                        "; a cost must be >= 0 and at most bcl::max_estimate (" +
-                        number_text(max_estimate) + ")");
+            throw_invalid_cost(
+                std::string(who) + ": the cost at index " + std::to_string(i) + " is ", costs[i]);
         const std::uint64_t capped = bits < cap ? bits : cap;
         largest = capped > largest ? capped : largest;
     }

@@ -1,0 +1,262 @@
+#pragma once
+// The global plan of a whole epoch: the epoch's order laid out as torch's DistributedSampler lays
+// it out (padded with its first records, or cut under drop_last), cut into windows of K steps of
+// all R ranks' records, each window planned by bcl::global_planner and the windows' digests
+// chained, and one rank's share of it, batch by batch. The samplers of the global plan (libtorch
+// and Python) and the simulator all run this; none derives any of it again.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/cost_check.hpp>
+#include <bcl/detail/random.hpp>
+#include <bcl/error.hpp>
+#include <bcl/global_plan.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace bcl {
+
+/// The shape of an epoch under the global plan. An aggregate:
+/// `bcl::epoch_shape{.ranks = 8, .lookahead = 8, .batch = 16}`.
+struct epoch_shape {
+    std::size_t ranks = 0;     ///< R, data-parallel ranks
+    std::size_t lookahead = 0; ///< K, steps planned together (one window)
+    std::size_t batch = 0;     ///< B, records per rank per step
+    /// As DistributedSampler's and BatchSampler's together: the records that do not fill every
+    /// rank are dropped (instead of the order being padded), and so is each rank's short last
+    /// batch.
+    bool drop_last = false;
+};
+
+/// How an epoch of N records falls to ranks and batches, by torch's rules: DistributedSampler
+/// pads the order with its first records (repeated as needed) to a multiple of R, or with
+/// drop_last cuts it to one; each rank takes m = (that length) / R records; with drop_last m is
+/// also cut to a multiple of B (BatchSampler's drop_last). The record at position i of the laid
+/// out order is order[i mod N].
+struct epoch_layout {
+    std::size_t ranks = 1;    ///< R
+    std::size_t batch = 1;    ///< B
+    std::size_t padded = 0;   ///< the order's length once padded or cut to a multiple of R
+    std::size_t per_rank = 0; ///< m: records each rank takes
+    std::size_t batches = 0;  ///< batches each rank gets: ceil(m / B)
+
+    /// The records planned: m * R, the first positions of the laid-out order.
+    [[nodiscard]] constexpr std::size_t kept() const noexcept { return per_rank * ranks; }
+
+    /// The layout of N records in an epoch of `shape` (whose counts are not 0). O(1).
+    [[nodiscard]] static constexpr epoch_layout of(std::size_t n,
+                                                   const epoch_shape& shape) noexcept {
+        const std::size_t r = shape.ranks;
+        epoch_layout l{r, shape.batch};
+        l.padded = shape.drop_last && n % r != 0 ? n / r * r : (n + r - 1) / r * r;
+        const std::size_t per_rank = l.padded / r;
+        l.per_rank = shape.drop_last ? per_rank - per_rank % shape.batch : per_rank;
+        l.batches = (l.per_rank + shape.batch - 1) / shape.batch;
+        return l;
+    }
+};
+
+/// Throws bcl::error (prefixed with `who`) for a shape no epoch plan takes: R, K or B of 0, or a
+/// window of R*K*B records above bcl::max_plan_records, in those words.
+inline void check_epoch_shape(const epoch_shape& shape, std::string_view who) {
+    if (shape.ranks == 0 || shape.lookahead == 0 || shape.batch == 0)
+        throw error(std::string(who) + ": the ranks (" + std::to_string(shape.ranks) +
+                    "), lookahead (" + std::to_string(shape.lookahead) + ") and batch size (" +
+                    std::to_string(shape.batch) + ") must all be at least 1");
+    const std::size_t per_step = shape.ranks * shape.batch;
+    if (shape.ranks > max_plan_records || shape.batch > max_plan_records / shape.ranks ||
+        shape.lookahead > max_plan_records / per_step)
+        throw error(std::string(who) + ": ranks * lookahead * batch size = " +
+                    std::to_string(shape.ranks) + " * " + std::to_string(shape.lookahead) + " * " +
+                    std::to_string(shape.batch) + " records in one plan window, above the " +
+                    std::to_string(max_plan_records) + " a window may hold");
+}
+
+/// Throws bcl::error (prefixed with `who`) for plan options the planner refuses: the batching
+/// neither packed nor padded, a negative or NaN cap. O(1).
+inline void check_plan_options(const plan_options& opt, std::string_view who) {
+    if (opt.batching != batch_cost::packed && opt.batching != batch_cost::padded)
+        throw error(std::string(who) + ": plan_options::batching is neither packed nor padded");
+    (void)detail::plan::cap_bits(opt.cap, who);
+}
+
+/// Throws bcl::error (prefixed with `who`) naming the dataset index and value of the first cost
+/// of the table that is not valid (bcl::valid_cost). O(N).
+inline void check_cost_table(std::span<const double> costs, std::string_view who) {
+    for (std::size_t i = 0; i < costs.size(); ++i)
+        check_cost(costs[i], [&] {
+            return std::string(who) + ": the cost of dataset index " + std::to_string(i) + " is ";
+        });
+}
+
+/// A digest of a cost table as the planner reads it (-0.0 as 0.0), bit for bit: equal tables,
+/// equal digests, on every platform. O(N), noexcept.
+[[nodiscard]] inline std::uint64_t cost_table_digest(std::span<const double> costs) noexcept {
+    std::uint64_t h = detail::splitmix64(costs.size()).next();
+    for (const double c : costs) h = detail::splitmix64(h ^ detail::cost_bits(c)).next();
+    return h;
+}
+
+/// The epoch's order of the dataset indices 0..n-1 into `out`: a Fisher-Yates shuffle driven by
+/// SplitMix64 from (seed, epoch), with integer operations only, or 0..n-1 itself without
+/// `shuffle`. The same on every platform and standard library (std::shuffle is not). O(n).
+inline void epoch_order(std::size_t n, bool shuffle, std::uint64_t seed, std::uint64_t epoch,
+                        std::vector<std::size_t>& out) {
+    out.resize(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = i;
+    if (!shuffle) return;
+    // A stream of its own for each (seed, epoch): the seed and the epoch pass through
+    // SplitMix64's output function in turn.
+    const std::uint64_t seeded = detail::splitmix64(seed).next();
+    detail::splitmix64 rng(detail::splitmix64(seeded ^ epoch).next());
+    detail::shuffle(out.data(), n, rng);
+}
+
+/// What the plans of an epoch promise, summed over its windows (docs/global.md, "The summary").
+struct epoch_plan_summary {
+    std::size_t windows = 0;  ///< windows planned
+    std::size_t batches = 0;  ///< batches each rank gets
+    std::uint64_t digest = 0; ///< the chain of the windows' plan digests (bcl::plan_digest)
+    double total = 0.0;       ///< the sum of the records' (capped) costs, in cost units
+    double objective = 0.0;   ///< the sum over steps of the step's costliest batch
+    double lower_bound = 0.0; ///< the sum of the windows' lower bounds on it
+    std::size_t ranks = 1;    ///< R
+
+    /// total / (R * objective): the mean rank's step time over the slowest rank's, as planned.
+    [[nodiscard]] double efficiency() const noexcept {
+        return objective > 0.0 ? total / (static_cast<double>(ranks) * objective) : 1.0;
+    }
+    /// objective / lower_bound - 1: how far the plans can be from the best.
+    [[nodiscard]] double gap() const noexcept {
+        return lower_bound > 0.0 ? objective / lower_bound - 1.0 : 0.0;
+    }
+};
+
+/// One rank's share of an epoch: its records, batch after batch. Batch i is
+/// records[i*B, min((i+1)*B, m)): B records each but the last, which has the rest.
+template <class Index>
+struct epoch_share {
+    std::vector<Index> records; ///< this rank's m records, batch after batch
+    std::size_t batch_size = 1; ///< B
+    epoch_plan_summary summary; ///< what the plans of the whole epoch promise
+
+    /// The batches: ceil(m / B).
+    [[nodiscard]] std::size_t batches() const noexcept { return summary.batches; }
+    /// Batch i (i < batches()). O(1).
+    [[nodiscard]] std::span<const Index> batch(std::size_t i) const noexcept {
+        const std::size_t first = i * batch_size;
+        return std::span<const Index>(records).subspan(
+            first, std::min(batch_size, records.size() - first));
+    }
+};
+
+/// Plans epochs, keeping its scratch between them: once it has planned an epoch it allocates
+/// nothing for another of the same size (but a share's own vector, the first time).
+class epoch_planner {
+public:
+    /// Plans the epoch whose order is `order` (the dataset indices, N of them, as every rank drew
+    /// them; each below costs.size()), laid out by `shape` (epoch_layout), over the cost table
+    /// `costs` (by dataset index): the kept records, R*K*B at a time, are one window each (the
+    /// last may be short), planned by bcl::global_planner with `opt`. For each window calls
+    /// `on_window(first, slots, summary)`: slots[i] is where the kept order's record first + i
+    /// goes (its step within the window, its rank). Returns what the plans promise, the digest
+    /// chained over the windows. Every rank that passes the same arguments gets the same plans,
+    /// bit for bit.
+    ///
+    /// Throws bcl::error (prefixed with `who`) for a shape check_epoch_shape refuses, an index
+    /// without a cost, an invalid cost of a record planned (naming its dataset index and value),
+    /// or options the planner refuses; whatever on_window throws propagates. O(N log N).
+    template <class Index, class OnWindow>
+    epoch_plan_summary plan(std::span<const double> costs, std::span<const Index> order,
+                            const epoch_shape& shape, const plan_options& opt, OnWindow&& on_window,
+                            std::string_view who = "bcl::epoch_planner") {
+        static_assert(std::is_integral_v<Index>, "dataset indices are integers");
+        check_epoch_shape(shape, who);
+        const epoch_layout layout = epoch_layout::of(order.size(), shape);
+        const std::size_t kept = layout.kept();
+        const std::size_t window = shape.ranks * shape.lookahead * shape.batch;
+        epoch_plan_summary summary;
+        summary.ranks = shape.ranks;
+        summary.batches = layout.batches;
+        for (std::size_t first = 0; first < kept; first += window) {
+            const std::size_t count = std::min(window, kept - first);
+            m_costs.resize(count);
+            m_slots.resize(count);
+            for (std::size_t i = 0; i < count; ++i) {
+                const std::size_t index =
+                    checked_index(order[(first + i) % order.size()], costs.size(), who);
+                m_costs[i] = costs[index];
+                check_cost(m_costs[i], [&] {
+                    return std::string(who) + ": the cost of dataset index " +
+                           std::to_string(index) + " is ";
+                });
+            }
+            const plan_summary s = m_planner.plan(
+                m_costs, plan_shape{shape.ranks, shape.lookahead, shape.batch}, opt, m_slots);
+            summary.digest = plan_digest(m_slots, summary.digest);
+            ++summary.windows;
+            summary.total += s.cost_of(s.total);
+            summary.objective += s.cost_of(s.objective);
+            summary.lower_bound += s.cost_of(s.lower_bound);
+            on_window(first, std::span<const plan_slot>(m_slots), s);
+        }
+        return summary;
+    }
+
+    /// Rank `rank`'s share of the epoch plan() plans: its records of each window's steps, each
+    /// step's in the order's order. `out` is written only on success. Throws what plan() throws,
+    /// and bcl::error for a rank not below R. O(N log N).
+    template <class Index>
+    void share(std::span<const double> costs, std::span<const Index> order,
+               const epoch_shape& shape, std::size_t rank, const plan_options& opt,
+               epoch_share<Index>& out, std::string_view who = "bcl::epoch_planner") {
+        check_epoch_shape(shape, who);
+        if (rank >= shape.ranks)
+            throw error(std::string(who) + ": rank " + std::to_string(rank) + " of " +
+                        std::to_string(shape.ranks) + " ranks: the rank must be below them");
+        const epoch_layout layout = epoch_layout::of(order.size(), shape);
+        m_share.resize(layout.per_rank);
+        m_fill.resize(shape.lookahead);
+        const auto keep_mine = [&](std::size_t first, std::span<const plan_slot> slots,
+                                   const plan_summary&) {
+            // Step j of a window starts B*j records after the window's first of this rank.
+            const std::size_t base = first / shape.ranks;
+            for (std::size_t step = 0; step < shape.lookahead; ++step)
+                m_fill[step] = step * shape.batch;
+            for (std::size_t i = 0; i < slots.size(); ++i)
+                if (slots[i].rank == rank)
+                    m_share[base + m_fill[slots[i].step]++] = order[(first + i) % order.size()];
+        };
+        const epoch_plan_summary summary = plan(costs, order, shape, opt, keep_mine, who);
+        out.records.assign(m_share.begin(), m_share.end());
+        out.batch_size = shape.batch;
+        out.summary = summary;
+    }
+
+private:
+    template <class Index>
+    [[nodiscard]] static std::size_t checked_index(Index index, std::size_t table,
+                                                   std::string_view who) {
+        bool negative = false;
+        if constexpr (std::is_signed_v<Index>) negative = index < 0;
+        if (!negative && static_cast<std::size_t>(index) < table) [[likely]]
+            return static_cast<std::size_t>(index);
+        throw error(std::string(who) + ": dataset index " + std::to_string(index) +
+                    " has no cost (the cost table has " + std::to_string(table) + " entries)");
+    }
+
+    global_planner m_planner;
+    std::vector<double> m_costs;
+    std::vector<plan_slot> m_slots;
+    std::vector<std::size_t> m_fill;
+    std::vector<std::uint64_t> m_share; // the share being built, as 64-bit indices
+};
+
+} // namespace bcl

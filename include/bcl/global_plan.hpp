@@ -53,10 +53,14 @@ struct plan_options {
     /// Packed only. A step costs its heaviest pack, so when a record is too dear to balance away
     /// (with the cheapest records beside it, its pack is still above the mean), its step's other
     /// packs are filled up to its pack, taking dear records off the other steps. Default true:
-    /// on the bundled workloads it is never worse, and on Mooncake's tail it takes the plan from
-    /// 0.960 to 0.9999 of the ideal step time (docs/global.md). False deals every pack toward the
-    /// same mean, so the other batches of such a step stay near the mean (its costliest batch is
-    /// the dear record's either way), at the price of ranks waiting for that one.
+    /// on Mooncake's tail it takes the plan from 0.960 to 0.9999 of the ideal step time
+    /// (docs/global.md), and it is never worse than false: when it levels a step, the flat plan
+    /// of the window is made too and the levelled one kept only if its objective is at most the
+    /// flat one's (a window of one step, where levelling tends to lose, mostly keeps the flat
+    /// plan). It then costs up to one more dealing of the window; a window that levels nothing
+    /// costs nothing more. False deals every pack toward the same mean (the flat plan), so the
+    /// other batches of such a step stay near the mean (its costliest batch is the dear record's
+    /// either way), at the price of ranks waiting for that one.
     bool level_steps = true;
 };
 
@@ -150,7 +154,10 @@ public:
     /// their other packs filled up to that record's pack; the rest is dealt by LPT (dearest
     /// record to the lightest pack with a free slot) into packs of B, refined by a few passes of
     /// single swaps between heavy and light packs, and the packs, sorted by cost, are cut into
-    /// steps of R. Padded: sorted runs of B, cut into steps of R runs (optimal). docs/global.md
+    /// steps of R. With opt.level_steps the objective is never above that of the plan with
+    /// level_steps = false: when levelling forms a step, that flat plan is made too and the one
+    /// with the smaller objective kept (ties: the levelled one), and the summary describes the
+    /// plan kept. Padded: sorted runs of B, cut into steps of R runs (optimal). docs/global.md
     /// has the details and the measurements.
     ///
     /// Bit-identical everywhere: the capped costs are quantized once to 64-bit integers by
@@ -160,12 +167,12 @@ public:
     /// library and floating-point flag (even -ffast-math).
     ///
     /// O(n log n): a radix sort, LPT with a winner tree (O(n log(R*K))), O(n) per refinement
-    /// pass, O(R*B log n) per levelled step. Allocates nothing once it has seen its largest
-    /// window (or after reserve()). Throws bcl::error, changing nothing (`out` and later results
-    /// alike), if a count of the shape is 0, R*K*B is above max_plan_records, n is above R*K*B or
-    /// not a multiple of R, out.size() != n, the options are invalid (batching neither packed nor
-    /// padded, a negative or NaN cap), or a cost is NaN, negative, infinite or above
-    /// bcl::max_estimate (naming its index and value).
+    /// pass, O(R*B log n) per levelled step, and the flat plan too if a step is levelled. Allocates
+    /// nothing once it has seen its largest window (or after reserve()). Throws bcl::error,
+    /// changing nothing (`out` and later results alike), if a count of the shape is 0, R*K*B is
+    /// above max_plan_records, n is above R*K*B or not a multiple of R, out.size() != n, the
+    /// options are invalid (batching neither packed nor padded, a negative or NaN cap), or a cost
+    /// is NaN, negative, infinite or above bcl::max_estimate (naming its index and value).
     plan_summary plan(std::span<const double> costs, plan_shape shape, const plan_options& opt,
                       std::span<plan_slot> out) {
         constexpr std::string_view who = "bcl::global_planner";

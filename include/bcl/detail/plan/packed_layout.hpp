@@ -30,7 +30,13 @@ struct layout_totals {
 ///   3. the dealt full packs, heaviest first, cut into steps of R; the full steps ordered by
 ///      their heaviest pack (ties: levelled first, then in the order formed), the short step
 ///      last; the j-th heaviest pack of the s-th step goes to rank (j + s) mod R.
-/// Scratch is kept between windows.
+/// Levelling is a heuristic that can lose, most of all when one levelled step must take every
+/// record left (a window of one step). So when it forms a step, the flat plan of the same window
+/// (steps 2 and 3 over every record, as with levelling off) is made too, and the levelled plan is
+/// kept only if its objective is at most the flat one's: the plan never has a larger objective
+/// than the flat plan of its window, by construction. That costs a second dealing where a step
+/// is levelled; a window that levels nothing is the flat plan and costs nothing more. Scratch is
+/// kept between windows.
 class packed_layout {
 public:
     /// Refinement passes after dealing (each O(n)): the passes after the first few swap next to
@@ -38,7 +44,8 @@ public:
     static constexpr std::size_t refine_passes = 4;
 
     void reserve(std::size_t n, std::size_t packs, std::size_t batch) {
-        m_dealer.reserve(packs, batch);
+        m_rest.reserve(packs, batch);
+        m_flat.reserve(packs, batch);
         m_leveller.reserve(n, packs);
         m_load.reserve(packs);
         m_step_pack.reserve(packs);
@@ -49,7 +56,7 @@ public:
 
     /// Plans the ranked costs (`cost` by rank, descending; `order` the input index of each rank)
     /// into out[input index] = {step, rank}. `Slot` is an aggregate of two uint32_t. Step 1 runs
-    /// only if `levelling`; without it every pack is dealt alike.
+    /// only if `levelling`; without it every pack is dealt alike (the flat plan).
     template <class Slot>
     layout_totals run(const geometry& g, std::span<const std::uint64_t> cost,
                       std::span<const std::uint32_t> order, std::span<Slot> out, bool levelling) {
@@ -60,31 +67,11 @@ public:
         // Sized for every pack of the window, however many levelling takes: the scratch then
         // depends on the window's size alone, not on its costs.
         reserve(n, g.packs(), g.batch);
+        totals.lower_bound = lower_bound(g, cost, totals.total);
+        const std::size_t kept = form_packs(g, cost, totals.total, levelling);
+        const pack_dealer& dealer = kept > 0 ? m_rest : m_flat;
         const std::size_t full_steps = g.full_steps();
-        const std::size_t formed =
-            levelling ? m_leveller.level(cost, g.ranks, g.batch, full_steps, totals.total) : 0;
-        if (levelling)
-            m_dealer.deal(m_leveller.rest(), cost, g.ranks * (full_steps - formed), g.short_packs,
-                          g.batch, g.last_size);
-        else
-            deal_all(g, cost);
-        m_dealer.refine(refine_passes);
 
-        // Packs by one id: levelled packs first, then the dealer's (base + its id).
-        const std::size_t base = formed * g.ranks;
-        const std::size_t packs = base + m_dealer.packs();
-        m_load.resize(packs);
-        for (std::size_t p = 0; p < base; ++p) m_load[p] = m_leveller.load(p);
-        for (std::size_t p = 0; p < m_dealer.packs(); ++p) m_load[base + p] = m_dealer.load(p);
-        // Each step's packs, heaviest first: levelled steps sorted here, the dealer's by load.
-        m_step_pack.resize(packs);
-        for (std::size_t p = 0; p < base; ++p) m_step_pack[p] = static_cast<std::uint32_t>(p);
-        for (std::size_t t = 0; t < formed; ++t)
-            std::sort(m_step_pack.begin() + static_cast<std::ptrdiff_t>(t * g.ranks),
-                      m_step_pack.begin() + static_cast<std::ptrdiff_t>((t + 1) * g.ranks),
-                      [this](std::uint32_t a, std::uint32_t b) { return heavier(a, b); });
-        append_by_load(0, m_dealer.full_packs(), base, base);
-        append_by_load(m_dealer.full_packs(), m_dealer.packs(), base + m_dealer.full_packs(), base);
         // Full steps, heaviest first; the short step stays last.
         m_step_order.resize(full_steps);
         for (std::size_t t = 0; t < full_steps; ++t)
@@ -94,7 +81,7 @@ public:
             const std::uint64_t lb = m_load[m_step_pack[b * g.ranks]];
             return la > lb || (la == lb && a < b);
         });
-        m_slot.resize(packs);
+        m_slot.resize(m_load.size());
         for (std::size_t s = 0; s < g.steps; ++s) {
             const std::size_t t = s < full_steps ? m_step_order[s] : s;
             for (std::size_t j = 0; j < g.ranks; ++j) {
@@ -106,16 +93,16 @@ public:
             totals.objective += top;
             totals.heaviest = std::max(totals.heaviest, top);
         }
-        for (std::size_t p = 0; p < m_dealer.packs(); ++p)
-            for (const std::uint32_t r : m_dealer.members(p)) {
+        const std::size_t base = kept * g.ranks;
+        for (std::size_t p = 0; p < dealer.packs(); ++p)
+            for (const std::uint32_t r : dealer.members(p)) {
                 const slot& at = m_slot[base + p];
                 out[order[r]] = Slot{at.step, at.rank};
             }
-        if (formed > 0)
+        if (kept > 0)
             for (std::size_t r = 0; r < n; ++r)
                 if (const std::uint32_t p = m_leveller.pack_of(r); p != step_leveller::none)
                     out[order[r]] = Slot{m_slot[p].step, m_slot[p].rank};
-        totals.lower_bound = lower_bound(g, cost, totals.total);
         return totals;
     }
 
@@ -125,10 +112,60 @@ private:
         std::uint32_t rank;
     };
 
-    void deal_all(const geometry& g, std::span<const std::uint64_t> cost) {
+    // The packs of the plan kept, arranged into steps (m_load, m_step_pack). Returns how many
+    // levelled steps it has: 0 for the flat plan (m_flat's packs), else those steps and m_rest's
+    // packs. Levelling forms its steps and deals the rest; the flat plan is made too, and the
+    // levelled one is kept unless the flat one's objective is smaller.
+    std::size_t form_packs(const geometry& g, std::span<const std::uint64_t> cost,
+                           std::uint64_t total, bool levelling) {
+        const std::size_t full_steps = g.full_steps();
+        const std::size_t formed =
+            levelling ? m_leveller.level(cost, g.ranks, g.batch, full_steps, total) : 0;
+        if (formed > 0) {
+            m_rest.deal(m_leveller.rest(), cost, g.ranks * (full_steps - formed), g.short_packs,
+                        g.batch, g.last_size);
+            m_rest.refine(refine_passes);
+            const std::uint64_t levelled = arrange(g, formed, m_rest);
+            deal_flat(g, cost);
+            if (arrange(g, 0, m_flat) < levelled) return 0;
+            (void)arrange(g, formed, m_rest); // the levelled plan's arrangement back
+            return formed;
+        }
+        deal_flat(g, cost);
+        (void)arrange(g, 0, m_flat);
+        return 0;
+    }
+
+    // The flat plan's packs: every record dealt by LPT and refined.
+    void deal_flat(const geometry& g, std::span<const std::uint64_t> cost) {
         m_all.resize(cost.size());
         for (std::size_t r = 0; r < cost.size(); ++r) m_all[r] = static_cast<std::uint32_t>(r);
-        m_dealer.deal(m_all, cost, g.full_packs, g.short_packs, g.batch, g.last_size);
+        m_flat.deal(m_all, cost, g.full_packs, g.short_packs, g.batch, g.last_size);
+        m_flat.refine(refine_passes);
+    }
+
+    // The packs of a plan (the `formed` levelled steps, then `dealer`'s packs, as base + its id)
+    // into steps: m_load by pack, and step t's packs at m_step_pack[t*R...], heaviest first
+    // (levelled steps sorted here, the dealt full packs cut by load, the short packs last).
+    // Returns the plan's objective, the sum over its steps of the heaviest pack.
+    std::uint64_t arrange(const geometry& g, std::size_t formed, pack_dealer& dealer) {
+        const std::size_t base = formed * g.ranks;
+        const std::size_t packs = base + dealer.packs();
+        m_load.resize(packs);
+        for (std::size_t p = 0; p < base; ++p) m_load[p] = m_leveller.load(p);
+        for (std::size_t p = 0; p < dealer.packs(); ++p) m_load[base + p] = dealer.load(p);
+        m_step_pack.resize(packs);
+        for (std::size_t p = 0; p < base; ++p) m_step_pack[p] = static_cast<std::uint32_t>(p);
+        for (std::size_t t = 0; t < formed; ++t)
+            std::sort(m_step_pack.begin() + static_cast<std::ptrdiff_t>(t * g.ranks),
+                      m_step_pack.begin() + static_cast<std::ptrdiff_t>((t + 1) * g.ranks),
+                      [this](std::uint32_t a, std::uint32_t b) { return heavier(a, b); });
+        append_by_load(dealer, 0, dealer.full_packs(), base, base);
+        append_by_load(dealer, dealer.full_packs(), dealer.packs(), base + dealer.full_packs(),
+                       base);
+        std::uint64_t objective = 0;
+        for (std::size_t t = 0; t < g.steps; ++t) objective += m_load[m_step_pack[t * g.ranks]];
+        return objective;
     }
 
     [[nodiscard]] bool heavier(std::uint32_t a, std::uint32_t b) const noexcept {
@@ -136,12 +173,13 @@ private:
     }
 
     // The dealer's packs [first, last), heaviest first, at m_step_pack[at...] as base + id.
-    void append_by_load(std::size_t first, std::size_t last, std::size_t at, std::size_t base) {
-        m_dealer.sort_by_load(first, last);
-        const std::span<const std::uint64_t> words = m_dealer.sorted_words();
+    void append_by_load(pack_dealer& dealer, std::size_t first, std::size_t last, std::size_t at,
+                        std::size_t base) {
+        dealer.sort_by_load(first, last);
+        const std::span<const std::uint64_t> words = dealer.sorted_words();
         for (std::size_t k = 0; k < words.size(); ++k)
             m_step_pack[at + k] =
-                static_cast<std::uint32_t>(base + m_dealer.id_of(words[words.size() - 1 - k]));
+                static_cast<std::uint32_t>(base + dealer.id_of(words[words.size() - 1 - k]));
     }
 
     // A bound on the objective of any plan. The steps' heaviest packs hold at least their means,
@@ -167,9 +205,10 @@ private:
         return bound;
     }
 
-    pack_dealer m_dealer;
+    pack_dealer m_rest; // the records levelling left (when it formed a step)
+    pack_dealer m_flat; // every record (the flat plan)
     step_leveller m_leveller;
-    std::vector<std::uint32_t> m_all;        // 0, 1, ..., n-1 (levelling off)
+    std::vector<std::uint32_t> m_all;        // 0, 1, ..., n-1 (the flat plan)
     std::vector<std::uint64_t> m_load;       // by pack
     std::vector<std::uint32_t> m_step_pack;  // step t's packs at [t*R, (t+1)*R), heaviest first
     std::vector<slot> m_slot;                // by pack

@@ -41,7 +41,8 @@ public:
     /// Forms up to `steps` levelled steps of `ranks` packs of `batch` records from `cost` (by
     /// rank, descending; its sum is `total`). Returns how many it formed; their packs are
     /// numbered step * ranks + k, pack_of() gives a rank's pack (or `none`)
-    /// and rest() the ranks left, ascending.
+    /// and rest() the ranks left, ascending. When it forms none, it reads O(batch) costs and
+    /// nothing else: pack_of() and rest() are then not to be read (every record is left).
     std::size_t level(std::span<const std::uint64_t> cost, std::size_t ranks, std::size_t batch,
                       std::size_t steps, std::uint64_t total) {
         const std::size_t n = cost.size();
@@ -82,9 +83,9 @@ public:
             while (first_free < n && m_pack_of[first_free] != none) ++first_free;
         }
         m_rest.clear();
-        for (std::size_t r = 0; r < n; ++r)
-            if (formed == 0 || m_pack_of[r] == none)
-                m_rest.push_back(static_cast<std::uint32_t>(r));
+        if (formed > 0)
+            for (std::size_t r = 0; r < n; ++r)
+                if (m_pack_of[r] == none) m_rest.push_back(static_cast<std::uint32_t>(r));
         return formed;
     }
 

@@ -7,6 +7,7 @@
 
 #include <bcl/balance.hpp>
 #include <bcl/balancer.hpp>
+#include <bcl/cost_check.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/error.hpp>
 #include <bcl/estimators.hpp>

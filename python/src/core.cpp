@@ -10,6 +10,7 @@
 #include "index_input.hpp"
 
 #include <bcl/bcl.hpp>
+#include <bcl/held_batch.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -224,46 +225,33 @@ PYBIND11_MODULE(_core, m) {
         "plan_held_batch",
         [](const value_array& costs, std::size_t ranks, std::size_t batch, bcl::batch_cost batching,
            double cap, bool level_steps) {
-            // One window of all the held records, K = the steps their share needs, each rank's
-            // micro-batches in step order, each micro-batch in input order.
             bcl::plan_options opt;
             opt.batching = batching;
             opt.cap = cap;
             opt.level_steps = level_steps;
             const auto n = static_cast<std::size_t>(costs.size());
-            const std::size_t per_rank = ranks == 0 ? 0 : n / ranks;
-            const std::size_t steps =
-                batch == 0 ? 1 : std::max<std::size_t>(1, (per_rank + batch - 1) / batch);
-            std::vector<std::uint64_t> order(n);
-            for (std::size_t i = 0; i < n; ++i) order[i] = i;
-            std::vector<std::vector<std::vector<std::uint64_t>>> out(
-                ranks, std::vector<std::vector<std::uint64_t>>(steps));
+            std::vector<bcl::plan_slot> slots(n);
             {
                 py::gil_scoped_release unlocked;
-                bcl::epoch_planner planner;
-                (void)planner.plan(
-                    std::span<const double>(costs.data(), n), std::span<const std::uint64_t>(order),
-                    bcl::epoch_shape{.ranks = ranks, .lookahead = steps, .batch = batch}, opt,
-                    [&](std::size_t first, std::span<const bcl::plan_slot> slots,
-                        const bcl::plan_summary&) {
-                        for (std::size_t i = 0; i < slots.size(); ++i)
-                            out[slots[i].rank][slots[i].step].push_back(first + i);
-                    },
-                    "bcl.plan_batches");
+                bcl::held_batch_planner planner;
+                (void)planner.plan(std::span<const double>(costs.data(), n), ranks, batch, opt,
+                                   slots, "bcl.plan_batches");
             }
+            // Each rank's micro-batches in step order, each micro-batch in input order.
+            std::size_t steps = 0;
+            for (const bcl::plan_slot& s : slots) steps = std::max<std::size_t>(steps, s.step + 1);
+            std::vector<std::vector<std::vector<std::int64_t>>> out(
+                ranks, std::vector<std::vector<std::int64_t>>(steps));
+            for (std::size_t i = 0; i < n; ++i)
+                out[slots[i].rank][slots[i].step].push_back(static_cast<std::int64_t>(i));
             py::list result;
-            for (const auto& rank : out) {
-                py::list micro;
-                for (const auto& b : rank)
-                    if (!b.empty()) micro.append(py::cast(b));
-                result.append(micro);
-            }
+            for (const auto& rank : out) result.append(py::cast(rank));
             return result;
         },
         py::arg("costs"), py::arg("ranks"), py::arg("batch"), py::arg("batching"), py::arg("cap"),
         py::arg("level_steps"),
         "bcl.plan_batches: each rank's micro-batches of one held global batch "
-        "(bcl::epoch_planner).");
+        "(bcl::held_batch_planner).");
     define_epoch<index_cost>(
         m, "epoch", [](const std::shared_ptr<const cost_table>& t) { return index_cost{t}; });
     define_epoch<index_cost_memory>(

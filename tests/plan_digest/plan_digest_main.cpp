@@ -6,12 +6,14 @@
 // The windows themselves are made with integer operations and std::bit_cast only (SplitMix64,
 // bit patterns of doubles), so generating them cannot differ between builds either. They cover
 // several shapes (short windows included), packed and padded batching, levelling on and off, a
-// cap, and costs with ties, zeros, subnormals, 1e-300, 1e120 (bcl::max_estimate) and heavy tails.
+// cap, and costs with ties, zeros, subnormals, 1e-300, 1e120 (bcl::max_estimate) and heavy tails;
+// then held batches (bcl::held_batch_planner), whose plan may be verl's split.
 //
 //   plan_digest            prints "windows <count> records <count> digest <hex>"
 
 #include <bcl/cost_estimator.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/held_batch.hpp>
 
 #include <bit>
 #include <cstddef>
@@ -75,22 +77,8 @@ struct digest_state {
     std::uint64_t records = 0;
 };
 
-void plan_one(digest_state& d, bcl::global_planner& planner, splitmix& rng, std::size_t ranks,
-              std::size_t steps, std::size_t batch, bool full) {
-    const std::size_t per_rank = full ? steps * batch : 1 + rng.below(steps * batch);
-    const std::size_t n = ranks * per_rank;
-    const auto kind = static_cast<unsigned>(rng.below(6));
-    std::vector<double> ties;
-    for (int i = 0; i < 3; ++i) ties.push_back(make_double(rng, 1020, 8));
-    std::vector<double> costs(n);
-    for (double& c : costs) c = draw(rng, kind, ties);
-    bcl::plan_options opt;
-    opt.batching = rng.below(4) == 0 ? bcl::batch_cost::padded : bcl::batch_cost::packed;
-    opt.level_steps = rng.below(4) != 0;
-    if (rng.below(5) == 0 && n > 0) opt.cap = costs[rng.below(n)]; // a cap some costs exceed
-    std::vector<bcl::plan_slot> out(n);
-    const bcl::plan_summary s = planner.plan(costs, {ranks, steps, batch}, opt, out);
-    // The plan (its own digest), then every integer of the summary.
+// The plan (its own digest), then every integer of the summary, into the running digest.
+void absorb(digest_state& d, const std::vector<bcl::plan_slot>& out, const bcl::plan_summary& s) {
     d.value = bcl::plan_digest(out, d.value);
     const bcl::plan_slot figures[] = {
         {static_cast<std::uint32_t>(s.objective), static_cast<std::uint32_t>(s.objective >> 32)},
@@ -102,7 +90,42 @@ void plan_one(digest_state& d, bcl::global_planner& planner, splitmix& rng, std:
     };
     d.value = bcl::plan_digest(figures, d.value);
     ++d.windows;
-    d.records += n;
+    d.records += out.size();
+}
+
+// n costs of one kind (draw), with three tie values of their own.
+std::vector<double> draw_costs(splitmix& rng, std::size_t n) {
+    const auto kind = static_cast<unsigned>(rng.below(6));
+    std::vector<double> ties;
+    for (int i = 0; i < 3; ++i) ties.push_back(make_double(rng, 1020, 8));
+    std::vector<double> costs(n);
+    for (double& c : costs) c = draw(rng, kind, ties);
+    return costs;
+}
+
+void plan_one(digest_state& d, bcl::global_planner& planner, splitmix& rng, std::size_t ranks,
+              std::size_t steps, std::size_t batch, bool full) {
+    const std::size_t per_rank = full ? steps * batch : 1 + rng.below(steps * batch);
+    const std::size_t n = ranks * per_rank;
+    const std::vector<double> costs = draw_costs(rng, n);
+    bcl::plan_options opt;
+    opt.batching = rng.below(4) == 0 ? bcl::batch_cost::padded : bcl::batch_cost::packed;
+    opt.level_steps = rng.below(4) != 0;
+    if (rng.below(5) == 0 && n > 0) opt.cap = costs[rng.below(n)]; // a cap some costs exceed
+    std::vector<bcl::plan_slot> out(n);
+    absorb(d, out, planner.plan(costs, {ranks, steps, batch}, opt, out));
+}
+
+// A held batch of R * m records (m from 1 to 5 micro-batches' worth, often with a short last
+// micro-batch), whose plan may be verl's split where that is lighter.
+void plan_held(digest_state& d, bcl::held_batch_planner& planner, splitmix& rng, std::size_t ranks,
+               std::size_t batch) {
+    const std::size_t n = ranks * (1 + rng.below(5 * batch));
+    const std::vector<double> costs = draw_costs(rng, n);
+    bcl::plan_options opt;
+    opt.level_steps = rng.below(4) != 0;
+    std::vector<bcl::plan_slot> out(n);
+    absorb(d, out, planner.plan(costs, ranks, batch, opt, out));
 }
 
 } // namespace
@@ -123,6 +146,14 @@ int main() {
     // A few large windows: the radix passes, the winner tree's depth, many levelled packs.
     constexpr std::size_t large_ranks[] = {64, 256, 1024};
     for (int i = 0; i < 12; ++i) plan_one(d, planner, rng, large_ranks[i % 3], 8, 16, i % 4 != 3);
+    // Held batches: the global plan of one window, or verl's split where that is lighter.
+    bcl::held_batch_planner held;
+    for (int i = 0; i < 2000; ++i) {
+        // One draw per statement: the order of a call's arguments is the compiler's choice.
+        const std::size_t ranks = small_ranks[rng.below(5)];
+        const std::size_t batch = small_batches[rng.below(5)];
+        plan_held(d, held, rng, ranks, batch);
+    }
     std::printf(
         "windows %llu records %llu digest %016llx\n", static_cast<unsigned long long>(d.windows),
         static_cast<unsigned long long>(d.records), static_cast<unsigned long long>(d.value));

@@ -3,7 +3,6 @@ for map-style datasets, where every rank sees the whole epoch's order and cost t
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -346,27 +345,15 @@ def plan_batches(
 
     Plans all ``len(costs)`` records (a multiple of ``num_ranks``) into micro-batches of exactly
     ``batch_size`` indices (the last may hold fewer, as many on every rank), aligned across ranks
-    by cost: micro-batch j of every rank costs about the same (bcl::plan_window over one window).
-    ``cap`` as the samplers spell it (a quantile is the held batch's own). Returns
-    ``out[rank][j]``, a list of indices into ``costs``; every index appears once.
+    by cost: micro-batch j of every rank costs about the same (bcl::held_batch_planner: the
+    global plan of one window, never worse per micro-step than verl's Karmarkar-Karp split of the
+    same batch). ``cap`` as the samplers spell it (a quantile is the held batch's own). Returns
+    ``out[rank][j]``, a list of indices into ``costs``; every index appears once. bcl.Error for
+    num_ranks or batch_size of 0, a batch that is not a multiple of num_ranks, or a bad cost.
     """
-    who = "bcl.plan_batches"
     table = inputs.real_array("costs", costs)
     r = inputs.whole("num_ranks", num_ranks)
     b = inputs.whole("batch_size", batch_size)
-    if r == 0 or b == 0:
-        raise Error(f"{who}: num_ranks and batch_size must be at least 1")
-    if len(table) % r != 0:
-        raise Error(
-            f"{who}: {len(table)} records do not split equally over {r} ranks; give a "
-            "multiple of num_ranks"
-        )
-    steps = max(1, math.ceil(len(table) / (r * b)))
-    if r * steps * b > _core.max_plan_records:
-        raise Error(
-            f"{who}: {len(table)} records in micro-batches of {b} on {r} ranks make a plan of "
-            f"{r} * {steps} * {b} records, above the {_core.max_plan_records} one plan may hold"
-        )
     mode = inputs.enum_value(_core.batch_cost, "batching", batching)
     level = inputs.flag("level_steps", level_steps)
     _core.cost_table(table, None)  # every cost checked, each error naming its index

@@ -4,6 +4,7 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/plan/geometry.hpp>
+#include <bcl/detail/plan/kk_groups.hpp>
 #include <bcl/detail/plan/pack_dealer.hpp>
 #include <bcl/detail/plan/step_leveller.hpp>
 
@@ -47,6 +48,9 @@ public:
         m_rest.reserve(packs, batch);
         m_flat.reserve(packs, batch);
         m_leveller.reserve(n, packs);
+        m_kk.reserve(n);
+        m_by_index.reserve(n);
+        m_members.reserve(n);
         m_load.reserve(packs);
         m_step_pack.reserve(packs);
         m_slot.reserve(packs);
@@ -103,6 +107,7 @@ public:
             for (std::size_t r = 0; r < n; ++r)
                 if (const std::uint32_t p = m_leveller.pack_of(r); p != step_leveller::none)
                     out[order[r]] = Slot{m_slot[p].step, m_slot[p].rank};
+        if (g.steps == 1) keep_kk_if_lighter(g, cost, order, out, totals);
         return totals;
     }
 
@@ -111,6 +116,28 @@ private:
         std::uint32_t step;
         std::uint32_t rank;
     };
+
+    // A window of one step is one partition of its records into R packs of equal size, which
+    // largest differencing (kk_groups, as verl splits a batch) often balances better than
+    // dealing does: its packs replace the plan when their heaviest is lighter (ties keep the
+    // plan). The j-th heaviest group goes to rank j, as the dealt packs of a first step do.
+    template <class Slot>
+    void keep_kk_if_lighter(const geometry& g, std::span<const std::uint64_t> cost,
+                            std::span<const std::uint32_t> order, std::span<Slot> out,
+                            layout_totals& totals) {
+        const std::size_t n = cost.size();
+        m_by_index.resize(n);
+        for (std::size_t r = 0; r < n; ++r) m_by_index[order[r]] = cost[r];
+        m_kk.split(m_by_index, g.ranks);
+        const std::uint64_t heaviest = m_kk.load(0);
+        if (heaviest >= totals.objective) return;
+        for (std::size_t k = 0; k < g.ranks; ++k) {
+            m_kk.members(k, m_members);
+            for (const std::uint32_t i : m_members) out[i] = Slot{0, static_cast<std::uint32_t>(k)};
+        }
+        totals.objective = heaviest;
+        totals.heaviest = heaviest;
+    }
 
     // The packs of the plan kept, arranged into steps (m_load, m_step_pack). Returns how many
     // levelled steps it has: 0 for the flat plan (m_flat's packs), else those steps and m_rest's
@@ -205,8 +232,11 @@ private:
         return bound;
     }
 
-    pack_dealer m_rest; // the records levelling left (when it formed a step)
-    pack_dealer m_flat; // every record (the flat plan)
+    kk_groups m_kk;                        // a window of one step's candidate
+    std::vector<std::uint64_t> m_by_index; // its costs by input index
+    std::vector<std::uint32_t> m_members;  // one group's records
+    pack_dealer m_rest;                    // the records levelling left (when it formed a step)
+    pack_dealer m_flat;                    // every record (the flat plan)
     step_leveller m_leveller;
     std::vector<std::uint32_t> m_all;        // 0, 1, ..., n-1 (the flat plan)
     std::vector<std::uint64_t> m_load;       // by pack

@@ -2,6 +2,7 @@
 // One epoch of bcl.BalancedBatchSampler: a bcl::balancer over dataset indices (int64 records)
 // whose costs come from a cost_table, and the epoch's index array it reads from.
 
+#include "balancer_dicts.hpp"
 #include "cost_table.hpp"
 
 #include <bcl/bcl.hpp>
@@ -48,8 +49,6 @@ struct index_length {
 /// a + b*L + c*L^2 of an index's length L, with (a, b, c) fitted to the batch times observed.
 using calibrated_index_cost =
     decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, index_length{}));
-
-py::dict statistics_dict(const bcl::statistics& s);
 
 /// One epoch: next_batch() pushes the epoch's indices until a batch is ready and pops it.
 template <class Estimator>
@@ -186,14 +185,7 @@ public:
     /// Calibration: what the fit has learned, as a dict.
     [[nodiscard]] py::dict
     calibration() const requires bcl::calibratable_estimator<Estimator, std::int64_t> {
-        const auto c = m_balancer.calibration();
-        py::dict d;
-        d["fitted"] = py::make_tuple(c.fitted[0], c.fitted[1], c.fitted[2]);
-        d["applied"] = py::make_tuple(c.applied[0], c.applied[1], c.applied[2]);
-        d["times_observed"] = c.times_observed;
-        d["times_downweighted"] = c.times_downweighted;
-        d["has_fit"] = c.has_fit;
-        return d;
+        return calibration_dict(m_balancer.calibration());
     }
 
     /// Keeps, from now on, what save_at() needs for the last `batches` batches handed out.

@@ -16,7 +16,8 @@ indices whose estimated costs are balanced, so no rank waits for a straggler:
 from ._core import Error
 from ._core import version as __version__
 from ._distributed import DistributedBalancedBatchSampler, plan_batches
-from ._sampler import AffineQuadratic, BalancedBatchSampler, affine_quadratic
+from ._cost import AffineQuadratic, affine_quadratic
+from ._sampler import BalancedBatchSampler
 
 Error.__module__ = "bcl"
 

@@ -164,6 +164,18 @@ class Reader:
                 f"{self.holder} has {name or key}={mine!r}"
             )
 
+    def same_or_none(self, key: str, mine: Any) -> None:
+        """As same(), for a setting that may be None on either side: None against a value is a
+        mismatch of settings, not of types."""
+        saved = self.get(key)
+        if (saved is None) != (mine is None):
+            raise Error(
+                f"{self.who}: the state was saved with {key}={saved!r}, but this {self.holder} "
+                f"has {key}={mine!r}"
+            )
+        if mine is not None:
+            self.same(key, mine)
+
     def section(self, key: str) -> "Reader":
         """The reader of a nested mapping of fields, whose messages name them as key.field."""
         value = self.get(key)

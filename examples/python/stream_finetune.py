@@ -20,8 +20,8 @@ import argparse
 import io
 import os
 import pathlib
-import socket
 import sys
+import tempfile
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread per rank: two ranks share two cores
 
@@ -160,19 +160,13 @@ def run(rank, world, args):
     return same_batches and same_losses
 
 
-def rank_main(rank, world, args, port):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+def rank_main(rank, world, args, rendezvous):
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank,
                             world_size=world)  # fmt: skip
     ok = run(rank, world, args)
     dist.destroy_process_group()
     if not ok:
         sys.exit(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -185,7 +179,9 @@ def main():
     if args.smoke:
         args.records, args.max_tokens = 96, 256
     ok = run(0, 1, args)
-    mp.spawn(rank_main, args=(2, args, free_port()), nprocs=2, join=True)  # exits 1 on failure
+    with tempfile.TemporaryDirectory() as folder:  # where the two ranks find each other
+        rendezvous = os.path.join(folder, "rendezvous")
+        mp.spawn(rank_main, args=(2, args, rendezvous), nprocs=2, join=True)  # raises on failure
     sys.exit(0 if ok else 1)
 
 

@@ -19,7 +19,6 @@
 #include <pybind11/stl.h>
 
 #include <array>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -94,16 +93,10 @@ void define_epoch(py::module_& m, const char* name, Make make) {
         .def("next_epoch", &type::next_epoch, py::arg("mean_cost"), py::arg("indices"))
         .def("learned_state", &type::learned_state, py::arg("mean_cost"))
         .def_property_readonly("position", &type::position)
-        .def_property_readonly("handed_out", &type::handed_out)
         .def_property_readonly("length", &type::length)
         .def_property_readonly("indices", &type::indices)
-        .def_property_readonly("drained", &type::drained)
-        .def_property_readonly("buffered", &type::buffered)
-        .def("stats", &type::stats);
-    if constexpr (bcl::calibratable_estimator<Estimator, std::int64_t>) {
-        cls.def("observe", &type::observe, py::arg("batch_index"), py::arg("seconds"))
-            .def("calibration", &type::calibration);
-    }
+        .def_property_readonly("drained", &type::drained);
+    define_reports<type>(cls);
 }
 
 /// Binds stream<Estimator> as `name`; `make(store, extra...)` gives the estimator over the
@@ -136,15 +129,8 @@ void define_stream(py::module_& m, const char* name, Make make) {
         .def("finish", &type::finish)
         .def("save", &type::save)
         .def_property_readonly("pushed", &type::pushed)
-        .def_property_readonly("handed_out", &type::handed_out)
-        .def_property_readonly("finished", &type::finished)
-        .def_property_readonly("drained", &type::drained)
-        .def_property_readonly("buffered", &type::buffered)
-        .def("stats", &type::stats);
-    if constexpr (bcl::calibratable_estimator<Estimator, std::int64_t>) {
-        cls.def("observe", &type::observe, py::arg("batch_index"), py::arg("seconds"))
-            .def("calibration", &type::calibration);
-    }
+        .def_property_readonly("finished", &type::finished);
+    define_reports<type>(cls);
 }
 
 /// The level a balancer over the epoch `indices` aims its sliding rounds at: the mean of their

@@ -4,7 +4,7 @@
 // (its cost, or its length), and the records themselves, held here by reference until their batch
 // is handed out. Records enter a chunk at a time (one call per lookahead window, not per record).
 
-#include "balancer_dicts.hpp"
+#include "balancer_reports.hpp"
 #include "cost_table.hpp"
 
 #include <bcl/bcl.hpp>
@@ -123,10 +123,10 @@ private:
         throw bcl::error("bcl.balance: no record is held at position " + std::to_string(slot));
     }
 
-    std::uint64_t m_first = 0;                    // the slot of m_recent.front()
-    std::deque<py::object> m_recent;              // null once handed out
+    std::uint64_t m_first = 0;       // the slot of m_recent.front()
+    std::deque<py::object> m_recent; // null once handed out
     std::unordered_map<std::uint64_t, restored_record> m_restored;
-    std::uint64_t m_current_slot = UINT64_MAX;    // the record being pushed
+    std::uint64_t m_current_slot = UINT64_MAX; // the record being pushed
     double m_current_value = 0.0;
     double m_current_memory = 0.0;
 };
@@ -151,7 +151,8 @@ struct slot_value_memory {
 };
 
 /// a + b*L + c*L^2 of a slot's length L, with (a, b, c) fitted to the batch times observed.
-using calibrated_slot_cost = decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, slot_value{}));
+using calibrated_slot_cost =
+    decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, slot_value{}));
 
 /// How a stream reads the values the Python side gives: what they are ("cost" or "length", as
 /// messages name them), and the (a, b, c) that price a length as a + b*L + c*L^2 before the
@@ -176,8 +177,8 @@ inline void check_stream_positions(const bcl::detail::balancer_snapshot& snapsho
                          text(snapshot.stats.records_in) + " were pushed");
     const std::size_t waiting = snapshot.waiting_records();
     for (std::size_t i = 0; i < positions.size(); ++i) {
-        const std::uint64_t named = i < waiting ? snapshot.waiting_arrivals[i]
-                                                : snapshot.buffer_arrivals[i - waiting];
+        const std::uint64_t named =
+            i < waiting ? snapshot.waiting_arrivals[i] : snapshot.buffer_arrivals[i - waiting];
         if (std::cmp_not_equal(positions[i], named))
             throw bcl::error("bcl.balance: the state's positions[" + text(i) + "] is " +
                              text(positions[i]) + ", but its balancer holds the record that " +
@@ -189,7 +190,7 @@ inline void check_stream_positions(const bcl::detail::balancer_snapshot& snapsho
 /// as a list of the records themselves.
 template <class Estimator>
 class stream {
-    using balancer = bcl::balancer<std::int64_t, Estimator>;
+    using balancer_type = bcl::balancer<std::int64_t, Estimator>;
 
 public:
     /// A new stream. `convert(subject, value)` is the Python rule for a value that is not a float
@@ -290,7 +291,7 @@ public:
 
     /// (bytes, the pending records in the state's order, their positions as an int64 array).
     [[nodiscard]] py::tuple save() const {
-        const typename balancer::state s = m_balancer.save();
+        const typename balancer_type::state s = m_balancer.save();
         index_array positions(static_cast<py::ssize_t>(s.pending.size()));
         std::copy(s.pending.begin(), s.pending.end(), positions.mutable_data());
         py::list records(s.pending.size());
@@ -306,24 +307,10 @@ public:
     }
     /// Records pushed so far: the next record's position.
     [[nodiscard]] std::uint64_t pushed() const noexcept { return m_balancer.stats().records_in; }
-    [[nodiscard]] std::uint64_t handed_out() const noexcept { return m_balancer.stats().batches; }
     [[nodiscard]] bool finished() const noexcept { return m_balancer.finished(); }
-    [[nodiscard]] bool drained() const noexcept {
-        return m_balancer.finished() && m_balancer.buffered() == 0;
-    }
-    [[nodiscard]] std::size_t buffered() const noexcept { return m_balancer.buffered(); }
-    [[nodiscard]] py::dict stats() const { return statistics_dict(m_balancer.stats()); }
-
-    /// Calibration: the time of the stream's batch `batch_index` (from 0); see
-    /// bcl::balancer::observe.
-    void observe(std::uint64_t batch_index,
-                 double seconds) requires bcl::calibratable_estimator<Estimator, std::int64_t> {
-        m_balancer.observe(batch_index, seconds);
-    }
-    [[nodiscard]] py::dict
-    calibration() const requires bcl::calibratable_estimator<Estimator, std::int64_t> {
-        return calibration_dict(m_balancer.calibration());
-    }
+    /// The stream's balancer (what define_reports binds reads it; observe() feeds it).
+    [[nodiscard]] balancer_type& balancer() noexcept { return m_balancer; }
+    [[nodiscard]] const balancer_type& balancer() const noexcept { return m_balancer; }
 
 private:
     // Removes the first `n` items of each list (the records pushed, their values).
@@ -380,29 +367,28 @@ private:
         return cost;
     }
 
-    static balancer restored(slot_store& store, Estimator estimator, const bcl::options& opt,
-                             std::string_view state, const index_array& positions,
-                             const py::list& records, const value_array& values,
-                             std::uint64_t pushed) {
+    static balancer_type restored(slot_store& store, Estimator estimator, const bcl::options& opt,
+                                  std::string_view state, const index_array& positions,
+                                  const py::list& records, const value_array& values,
+                                  std::uint64_t pushed) {
         const std::span<const std::int64_t> held = cost_table::span_of(positions);
         if (records.size() != held.size() || static_cast<std::size_t>(values.size()) != held.size())
             throw bcl::error("bcl.balance: the state has " + std::to_string(records.size()) +
-                             " pending records, but " + std::to_string(held.size()) +
-                             " positions");
-        typename balancer::state saved =
-            balancer::state::from_bytes(state, std::vector<std::int64_t>(held.begin(), held.end()));
+                             " pending records, but " + std::to_string(held.size()) + " positions");
+        typename balancer_type::state saved = balancer_type::state::from_bytes(
+            state, std::vector<std::int64_t>(held.begin(), held.end()));
         check_stream_positions(saved.snapshot, held, pushed);
         store.reset(pushed);
         for (std::size_t i = 0; i < held.size(); ++i)
             store.restore(static_cast<std::uint64_t>(held[i]),
                           {py::reinterpret_borrow<py::object>(records[i]), values.data()[i]});
-        return balancer(std::move(estimator), opt, std::move(saved));
+        return balancer_type(std::move(estimator), opt, std::move(saved));
     }
 
     std::shared_ptr<slot_store> m_store; // before m_balancer, which a restore reads it through
     value_rule m_rule;
     py::object m_convert;
-    balancer m_balancer;
+    balancer_type m_balancer;
     std::size_t m_capacity;
     std::vector<double> m_values; // push()'s checked values, kept to allocate once
     std::vector<double> m_memory;

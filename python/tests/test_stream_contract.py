@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bcl
-from bcl import _core
+from bcl import _core, _options
 
 from streams import Record, ids, records, stream_options
 
@@ -133,18 +133,18 @@ def test_on_sharegpt_the_stream_reduces_the_batch_cost_cv_as_the_sampler_does(mo
     assert abs(streamed - sampled) <= 0.01
 
 
-def test_python_defaults_are_the_samplers_but_for_the_mean_cost():
-    stream = inspect.signature(bcl.BalancedStream).parameters
+def test_a_streams_options_are_the_samplers_with_the_same_defaults_but_the_mean_cost():
     sampler = inspect.signature(bcl.BalancedBatchSampler).parameters
-    shared = [name for name in sampler if name in stream and name not in ("costs", "sampler")]
-    assert len(shared) >= 18
-    for name in shared:
-        if name != "mean_cost":
-            assert stream[name].default == sampler[name].default, name
-    # The sampler holds its epoch and aims at its own mean; a stream only knows what it took.
-    assert stream["mean_cost"].default == "running"
+    for name, default in _options.OPTION_DEFAULTS.items():
+        assert sampler[name].default == default, name
+    stream = inspect.signature(bcl.BalancedStream).parameters
     assert list(stream)[:4] == ["iterable", "cost", "batch_size", "lookahead"]
+    assert stream["lookahead"].default == 8
+    # The sampler holds its epoch and aims at its own mean; a stream only knows what it took.
+    assert stream["mean_cost"].default == "running" and sampler["mean_cost"].default == "epoch"
     assert bcl.balance is bcl.BalancedStream
+    with pytest.raises(bcl.Error, match="has no option 'lookhead'; besides mean_cost"):
+        bcl.balance([], "cost", 4, lookhead=3)
 
 
 @pytest.mark.parametrize(
@@ -193,9 +193,9 @@ def test_what_differs_for_a_stream_is_said_in_a_streams_words(options, words):
 
 def test_each_option_reaches_the_balancer_by_its_cpp_name():
     stream = bcl.balance(
-        [], "cost", 5, 3, "tumbling", True, 11, "p95", "cost", 1e6, emission="shuffled",
-        batching="padded", buffer_windows=3, max_age=4, mean_cost=2.5, largest_first=True,
-        cap_warmup=7, cap_prior=1.5,
+        [], "cost", 5, 3, policy="tumbling", drop_last=True, seed=11, cap="p95", memory="cost",
+        memory_budget=1e6, emission="shuffled", batching="padded", buffer_windows=3, max_age=4,
+        mean_cost=2.5, largest_first=True, cap_warmup=7, cap_prior=1.5,
     )  # fmt: skip
     o = stream._options
     assert (o.batch_size, o.lookahead, o.policy.name, o.drop_last, o.seed) == (

@@ -5,7 +5,6 @@ exception, or a record lost, duplicated or invented. Each group of trials runs i
 child with a time limit, so a hang or a crash is reported as such. The upstream's own state is
 the upstream's to check and is left alone."""
 
-import collections
 import pickle
 
 import pytest
@@ -16,6 +15,7 @@ import bcl
 from bcl import _state, _stream
 
 import forked
+import tampering
 from streams import StatefulUpstream, drain, ids, records
 
 N = 203  # not a multiple of the batch size: the stream ends with a short batch
@@ -162,18 +162,9 @@ def _group(config, stop):
     state, head = saved(config, stop)
     next_bytes = saved(config, stop + 1)[0]["balancer"]
     tampers = dict(TAMPERS, **{"balancer of the next batch": _set("balancer", next_bytes)})
-
-    def all_trials():
-        out = {}
-        for name, tamper in tampers.items():
-            for reseal in (False, True):
-                try:
-                    out[(name, reseal)] = trial(config, state, head, tamper, reseal)
-                except Exception as e:  # noqa: BLE001 - a tamper that cannot apply to this state
-                    out[(name, reseal)] = ("not applicable", f"{type(e).__name__}: {e}")
-        return out
-
-    return forked.run(all_trials, timeout=240.0)
+    return tampering.run_group(
+        tampers, lambda tamper, reseal: trial(config, state, head, tamper, reseal)
+    )
 
 
 def _stops():
@@ -183,17 +174,7 @@ def _stops():
 
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_no_tampered_state_hangs_crashes_or_yields_a_wrong_stream(config):
-    outcomes = collections.Counter()
-    findings = []
-    for stop in _stops():
-        result = _group(config, stop)
-        assert result[0] == "ok", f"{config}, saved after {stop} batches: {result}"
-        for (name, reseal), (kind, detail) in result[1].items():
-            outcomes[kind] += 1
-            if kind not in ("refused", "exact", "not applicable"):
-                findings.append(f"{name} (resealed={reseal}, after {stop}): {kind}: {detail}")
-    assert not findings, "\n".join(findings)
-    assert outcomes["refused"] > 0 and outcomes["exact"] > 0  # both outcomes were reached
+    tampering.check_groups(config, lambda stop: _group(config, stop), _stops())
 
 
 @pytest.mark.parametrize(
@@ -216,29 +197,16 @@ def test_a_tampered_state_is_refused_naming_its_field(name, words):
     assert kind == "refused" and words in detail, detail
 
 
-_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
-    st.text(max_size=5), st.binary(max_size=16), st.lists(st.integers(-5, 300), max_size=40),
-)  # fmt: skip
-
-
 @settings(max_examples=40)
 @given(st.sampled_from(sorted(CONFIGS)), st.integers(0, 60), st.data())
 def test_random_edits_of_a_state_are_refused_or_exact(config, stop, data):
     state, head = saved(config, stop)
     keys = sorted(k for k in state if k != "upstream")
-    edits = data.draw(st.dictionaries(st.sampled_from(keys), _VALUES, min_size=1, max_size=3))
-    reseal = data.draw(st.booleans())
-    result = forked.run(lambda: trial(config, state, head, lambda s: dict(s, **edits), reseal))
-    assert result[0] == "ok", result
-    assert result[1][0] in ("refused", "exact"), (edits, result)
+    tampering.check_random_edits(
+        data, state, keys, lambda tamper, reseal: trial(config, state, head, tamper, reseal)
+    )
 
 
 if __name__ == "__main__":
     # The tally docs/python.md cites: every tamper of every configuration and stop.
-    tally: collections.Counter = collections.Counter()
-    for config in CONFIGS:
-        for stop in _stops():
-            for kind, _ in _group(config, stop)[1].values():
-                tally[kind] += 1
-    print(f"{sum(tally.values()) - tally['not applicable']} tampered states: {dict(tally)}")
+    tampering.print_tally(_group(c, stop)[1] for c in CONFIGS for stop in _stops())

@@ -10,6 +10,7 @@ a message names the unit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Union
 
 from . import _core
@@ -61,46 +62,45 @@ def mean_cost_mode(mean_cost: Union[float, str], of: str = "indices") -> tuple[s
     return "fixed", level
 
 
-def balancer_options(
-    *,
-    of: str,
-    batch_size: Any,
-    lookahead: Any,
-    policy: Any,
-    drop_last: Any,
-    seed: Any,
-    cap: Any,
-    memory: Any,
-    memory_budget: Any,
-    emission: Any,
-    batching: Any,
-    buffer_windows: Any,
-    max_age: Any,
-    mean_cost: Any,
-    largest_first: Any,
-    cap_warmup: Any,
-    cap_action: Any,
-    cap_prior: Any,
-) -> tuple[Any, str]:
-    """(bcl::options, the mean-cost mode) from the Python spelling, each option checked where it
-    enters and the whole by bcl::validate; bcl.Error names the first that is wrong. `memory` is
-    the memory estimate the caller was given (only whether there is one matters here)."""
+#: The balancer's options with their defaults, as every front end spells them (bcl.options'
+#: defaults; the mean cost's default depends on what is balanced: MEAN_COST_DEFAULT).
+OPTION_DEFAULTS = {
+    "lookahead": 8, "policy": "sliding", "drop_last": False, "seed": 0, "cap": None,
+    "memory": None, "memory_budget": 0.0, "emission": "costliest_first", "batching": "packed",
+    "buffer_windows": 2, "max_age": 2, "largest_first": False, "cap_warmup": 0,
+    "cap_action": "clip", "cap_prior": 0.0,
+}  # fmt: skip
+MEAN_COST_DEFAULT = {"indices": "epoch", "records": "running"}
+
+
+def balancer_options(settings: Mapping, of: str) -> tuple[Any, str]:
+    """(bcl::options, the mean-cost mode) from the Python spelling: `settings` maps each name of
+    OPTION_DEFAULTS (those absent take their default), "batch_size" and "mean_cost" to the value
+    given; other keys are not read. Each option is checked where it enters and the whole by
+    bcl::validate; bcl.Error names the first that is wrong. Of "memory" only whether there is a
+    memory estimate matters here."""
+
+    def get(name: str) -> Any:
+        return settings.get(name, OPTION_DEFAULTS[name])
+
     opt = _core.options()
-    opt.batch_size = inputs.whole("batch_size", batch_size)
-    opt.lookahead = inputs.whole("lookahead", lookahead)
-    opt.drop_last = inputs.flag("drop_last", drop_last)
-    opt.seed = inputs.counter("seed", seed)
-    opt.emission = inputs.enum_value(_core.emission_order, "emission", emission)
-    opt.batching = inputs.enum_value(_core.batch_cost, "batching", batching)
-    opt.policy = inputs.enum_value(_core.lookahead_policy, "policy", policy)
-    opt.buffer_windows = inputs.whole("buffer_windows", buffer_windows)
-    opt.max_age = inputs.whole("max_age", max_age)
-    mode, opt.mean_cost = mean_cost_mode(mean_cost, of)
-    opt.cap = inputs.cap_options(cap, cap_warmup, cap_action, cap_prior, of=of)
-    opt.memory_budget = inputs.real("memory_budget", memory_budget)
-    opt.largest_first = inputs.flag("largest_first", largest_first)
+    opt.batch_size = inputs.whole("batch_size", settings["batch_size"])
+    opt.lookahead = inputs.whole("lookahead", get("lookahead"))
+    opt.drop_last = inputs.flag("drop_last", get("drop_last"))
+    opt.seed = inputs.counter("seed", get("seed"))
+    opt.emission = inputs.enum_value(_core.emission_order, "emission", get("emission"))
+    opt.batching = inputs.enum_value(_core.batch_cost, "batching", get("batching"))
+    opt.policy = inputs.enum_value(_core.lookahead_policy, "policy", get("policy"))
+    opt.buffer_windows = inputs.whole("buffer_windows", get("buffer_windows"))
+    opt.max_age = inputs.whole("max_age", get("max_age"))
+    mode, opt.mean_cost = mean_cost_mode(settings.get("mean_cost", MEAN_COST_DEFAULT[of]), of)
+    opt.cap = inputs.cap_options(
+        get("cap"), get("cap_warmup"), get("cap_action"), get("cap_prior"), of=of
+    )
+    opt.memory_budget = inputs.real("memory_budget", get("memory_budget"))
+    opt.largest_first = inputs.flag("largest_first", get("largest_first"))
     _core.validate(opt)
-    if opt.memory_budget > 0.0 and memory is None:
+    if opt.memory_budget > 0.0 and get("memory") is None:
         unit = "per-index" if of == "indices" else "per-record"
         raise Error(
             "bcl::options::memory_budget is set, but no memory estimate was given: pass "

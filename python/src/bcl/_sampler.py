@@ -177,13 +177,7 @@ class BalancedBatchSampler(StatefulBatchSampler):
             largest_first=largest_first, cap_warmup=cap_warmup, cap_action=cap_action,
             cap_prior=cap_prior, prefetch_limit=prefetch_limit, calibrate=calibrate,
         )  # fmt: skip
-        opt, self._mean_cost_mode = balancer_options(
-            of="indices", batch_size=batch_size, lookahead=lookahead, policy=policy,
-            drop_last=drop_last, seed=seed, cap=cap, memory=memory, memory_budget=memory_budget,
-            emission=emission, batching=batching, buffer_windows=buffer_windows, max_age=max_age,
-            mean_cost=mean_cost, largest_first=largest_first, cap_warmup=cap_warmup,
-            cap_action=cap_action, cap_prior=cap_prior,
-        )  # fmt: skip
+        opt, self._mean_cost_mode = balancer_options(arguments, of="indices")
         if costs is None:
             raise Error("costs is required: the estimated cost of each dataset index")
         self._prefetch_limit = inputs.whole("prefetch_limit", prefetch_limit)

@@ -22,7 +22,7 @@ from . import _core
 from . import _inputs as inputs
 from ._core import Error
 from ._cost import record_cost, record_value
-from ._options import balancer_options, calibration_prior
+from ._options import OPTION_DEFAULTS, balancer_options, calibration_prior
 from ._state import Reader, checksum
 
 STATE_FORMAT = "bcl.balance/1"
@@ -84,9 +84,11 @@ class BalancedStream(Iterator[list]):
             of a mapping record, else the attribute; its value is the cost), ``len``, or
             ``bcl.affine_quadratic(length, a, b, c)`` with ``length`` in one of those forms.
             Costs are real, finite, >= 0 and at most 1e120.
-        batch_size, lookahead, policy, drop_last, seed, cap, cap_warmup, cap_action, cap_prior,
-            memory_budget, emission, batching, buffer_windows, max_age, largest_first: as for
-            ``bcl.BalancedBatchSampler``, with the same defaults, rules and messages.
+        batch_size, lookahead: B and K.
+        **options: ``policy``, ``drop_last``, ``seed``, ``cap``, ``cap_warmup``, ``cap_action``,
+            ``cap_prior``, ``memory_budget``, ``emission``, ``batching``, ``buffer_windows``,
+            ``max_age``, ``largest_first``: as for ``bcl.BalancedBatchSampler``, with the same
+            defaults, rules and messages (bcl._options.OPTION_DEFAULTS).
         memory: the memory estimate of a record, in the forms ``cost`` takes; needed by
             ``memory_budget``.
         mean_cost: the mean cost the sliding rounds aim at: ``"running"`` (the default: the mean
@@ -109,34 +111,24 @@ class BalancedStream(Iterator[list]):
         cost: Any,
         batch_size: int,
         lookahead: int = 8,
-        policy: str = "sliding",
-        drop_last: bool = False,
-        seed: int = 0,
-        cap: Union[None, float, str] = None,
-        memory: Any = None,
-        memory_budget: float = 0.0,
         *,
-        emission: str = "costliest_first",
-        batching: str = "packed",
-        buffer_windows: int = 2,
-        max_age: int = 2,
         mean_cost: Union[float, str] = "running",
-        largest_first: bool = False,
-        cap_warmup: int = 0,
-        cap_action: str = "clip",
-        cap_prior: float = 0.0,
         calibrate: bool = False,
         length: Optional[int] = None,
         key: Any = None,
         restore: Any = None,
+        **options: Any,
     ) -> None:
-        self._options, _ = balancer_options(
-            of="records", batch_size=batch_size, lookahead=lookahead, policy=policy,
-            drop_last=drop_last, seed=seed, cap=cap, memory=memory, memory_budget=memory_budget,
-            emission=emission, batching=batching, buffer_windows=buffer_windows, max_age=max_age,
-            mean_cost=mean_cost, largest_first=largest_first, cap_warmup=cap_warmup,
-            cap_action=cap_action, cap_prior=cap_prior,
-        )  # fmt: skip
+        unknown = sorted(set(options) - set(OPTION_DEFAULTS))
+        if unknown:
+            raise Error(
+                f"{_WHO} has no option {unknown[0]!r}; besides mean_cost, calibrate, length, key "
+                f"and restore, it takes those of bcl.BalancedBatchSampler: "
+                f"{', '.join(OPTION_DEFAULTS)}"
+            )
+        settings = dict(options, batch_size=batch_size, lookahead=lookahead, mean_cost=mean_cost)
+        self._options, _ = balancer_options(settings, of="records")
+        memory = options.get("memory")
         prior = calibration_prior(
             cost, calibrate, memory, "cost=bcl.affine_quadratic(length, a, b, c)"
         )

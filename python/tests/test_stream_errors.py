@@ -148,7 +148,10 @@ def test_finish_hands_back_the_records_not_yet_balanced_and_drains_the_rest():
     back = stream.finish()  # the failing record's chunk, from the first record not balanced
     assert 70 in [r.id for r in back]
     assert [r.id for r in back] == list(range(back[0].id, back[0].id + len(back)))
+    resumed = bcl.balance(items, cost, 8, lookahead=2)
+    resumed.load_state_dict(stream.state_dict())  # a finished stream: it only drains
     rest = list(stream)
+    assert ids(resumed) == ids(rest)
     out = [r.id for b in head + rest for r in b] + [r.id for r in back]
     assert sorted(out) == list(range(stream.upstream_consumed))
     assert all(len(b) == 8 for b in (head + rest)[:-1])

@@ -122,6 +122,9 @@ TAMPERS = {
     "upstream_consumed True": _set("upstream_consumed", True),
     "upstream_consumed 1.0": lambda s: dict(s, upstream_consumed=float(s["upstream_consumed"])),
     "returned + 1": lambda s: dict(s, returned=s["returned"] + 1),
+    "returned and upstream_consumed + 1": lambda s: dict(
+        s, returned=s["returned"] + 1, upstream_consumed=s["upstream_consumed"] + 1
+    ),
     "positions swapped": _positions(lambda p: p[1:2] + p[:1] + p[2:]),
     "positions reversed": _positions(lambda p: p[::-1]),
     "position + 1": _positions(lambda p: [p[0] + 1] + p[1:] if p else [0]),

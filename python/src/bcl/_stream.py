@@ -372,6 +372,8 @@ class BalancedStream(Iterator[list]):
                 f"is {consumed}, fewer than the {len(intake)} records of its intake and the "
                 f"{returned} returned",
             )
+        if self.length is not None and consumed > self.length:
+            raise read.error("upstream_consumed", f"is {consumed}, past length={self.length}")
         values = np.zeros(len(pending))
         if self._cost.prior:  # a calibrated balancer recomputes its records' features
             values = np.array([inputs.real_number("a pending record's length", self._cost.value(r))
@@ -379,6 +381,11 @@ class BalancedStream(Iterator[list]):
         core = self._new_core(
             read.data("balancer"), positions, pending, values, consumed - len(intake) - returned
         )
+        if returned and not core.finished:
+            raise read.error(
+                "returned", f"is {returned}, but only finish() returns records, and its balancer "
+                "has not finished"
+            )  # fmt: skip
         upstream = self._position_upstream(read, consumed)
         # Everything checked: kept from here on.
         self._core, self._upstream = core, upstream

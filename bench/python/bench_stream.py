@@ -16,7 +16,8 @@ Then the batch-cost cv over all 30,731 conversations in one shuffled order, B = 
 batches, bcl.balance, and BalancedBatchSampler over the same order and costs, with the same
 mean-cost mode (the running mean; and the stream's mean given as a number against the
 sampler's own mean of the epoch). Exits 1 if a stream's batch count is wrong or the cv reductions
-of the stream and the sampler differ by more than 0.01.
+of the stream and the sampler differ by more than 0.01. Last, what state_dict() costs when the
+records are large, pickled by value or saved by key.
 
     build-python/venv/bin/python bench/python/bench_stream.py             # N = 200k, 5 repeats
     build-python/venv/bin/python bench/python/bench_stream.py --n 30000 --repeats 2
@@ -147,6 +148,31 @@ def balance_on_sharegpt(lengths):
         sys.exit(f"the stream's cv reduction differs from the sampler's by {worst:.4f} > 0.01")
 
 
+def state_cost(lengths):
+    """What state_dict() costs with ShareGPT-sized records (dicts with a list of token ids), after
+    50 batches: the records the balancer holds pickled by value, or by key."""
+    records = [{"id": i, "input_ids": list(range(int(n)))} for i, n in enumerate(lengths[:5000])]
+
+    def ids(r):
+        return len(r["input_ids"])
+
+    print("state_dict() with ShareGPT-sized records, after 50 batches of 16:")
+    by_key = dict(key=lambda r: r["id"], restore=records.__getitem__)
+    for label, options in (("by value", {}), ("by key", by_key)):
+        stream = bcl.balance(records, ids, 16, **options)
+        for _ in range(50):
+            next(stream)
+        times, state = [], None
+        for _ in range(5):
+            start = time.perf_counter()
+            state = stream.state_dict()
+            times.append(time.perf_counter() - start)
+        print(
+            f"  {label:8s} {statistics.median(times) * 1e3:6.2f} ms, {len(state['positions'])} "
+            f"records held, their field {len(state['pending']):9d} bytes"
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000, help="records per timed stream")
@@ -156,6 +182,7 @@ def main():
     lengths = np.loadtxt(LENGTHS)
     timing(args, lengths)
     balance_on_sharegpt(lengths)
+    state_cost(lengths)
 
 
 if __name__ == "__main__":

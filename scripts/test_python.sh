@@ -3,7 +3,7 @@
 # python3-torch, numpy, pybind11, pytest and hypothesis (nothing is downloaded), runs its test
 # suite, quick runs of the sampler and stream benchmarks, and short smoke runs of the DDP and
 # streaming examples.
-# Exits non-zero on any failure (2 if the Debian packages it needs are missing). 35 s to 2 min on
+# Exits non-zero on any failure (2 if the Debian packages it needs are missing). 1 to 3 min on
 # this 2-core machine (by its load), the build included.
 #
 #   bash scripts/test_python.sh            # venv in build-python/venv

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's checks: builds bcl (./python) into a virtual environment over Debian's
 # python3-torch, numpy, pybind11, pytest and hypothesis (nothing is downloaded), runs its test
-# suite, a quick run of the sampler benchmark, and a short smoke run of the DDP example.
-# Exits non-zero on any failure (2 if the Debian packages it needs are missing). 35 s to 2 min on
+# suite, quick runs of the sampler and stream benchmarks, and short smoke runs of the DDP and
+# streaming examples.
+# Exits non-zero on any failure (2 if the Debian packages it needs are missing). 1 to 3 min on
 # this 2-core machine (by its load), the build included.
 #
 #   bash scripts/test_python.sh            # venv in build-python/venv
@@ -45,6 +46,10 @@ echo "== pytest python/tests"
 echo "== bench/python/bench_sampler.py (quick)"
 "$venv/bin/python" bench/python/bench_sampler.py --n 100000 --repeats 2
 
+echo "== bench/python/bench_stream.py (quick)"
+# Fails if a stream's batch count is wrong or its cv reduction on ShareGPT is not the sampler's.
+"$venv/bin/python" bench/python/bench_stream.py --n 30000 --repeats 2
+
 echo "== bench/python/bench_padding.py and bench_plan_batches.py"
 # Both fail if any sampler gives ranks different batch counts.
 "$venv/bin/python" bench/python/bench_padding.py
@@ -55,5 +60,9 @@ echo "== examples/python/train_ddp.py --smoke --running-mean --policy bcl,global
 # Exits 1 if any policy ran a different number of steps on the two ranks in any epoch.
 timeout -k 10 240 "$venv/bin/python" examples/python/train_ddp.py --smoke --running-mean \
     --policy bcl,global
+
+echo "== examples/python/stream_finetune.py --smoke"
+# One process, then two DDP ranks; exits 1 unless the resumed run gives the same batches.
+timeout -k 10 120 "$venv/bin/python" examples/python/stream_finetune.py --smoke
 
 echo "== python checks passed"

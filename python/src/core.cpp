@@ -1,13 +1,16 @@
 // bcl._core: the C++ side of the Python package bcl. The samplers pull an epoch's indices from
 // their inner sampler (strictly: integers only, index_input.hpp), look their costs up in a table
 // (cost_table.hpp) and run them through a bcl::balancer in a C++ loop (epoch.hpp), handing each
-// batch back as a list of ints. bcl::error becomes the Python exception bcl.Error (a ValueError)
-// with the library's message.
+// batch back as a list of ints. Streams (bcl.balance) push chunks of records with the costs Python
+// computed into a bcl::balancer over their arrival positions and hand the records back in batches
+// (stream.hpp). bcl::error becomes the Python exception bcl.Error (a ValueError) with the
+// library's message.
 
 #include "cost_table.hpp"
 #include "epoch.hpp"
 #include "global_epoch.hpp"
 #include "index_input.hpp"
+#include "stream.hpp"
 
 #include <bcl/bcl.hpp>
 #include <bcl/held_batch.hpp>
@@ -16,6 +19,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -90,16 +94,44 @@ void define_epoch(py::module_& m, const char* name, Make make) {
         .def("next_epoch", &type::next_epoch, py::arg("mean_cost"), py::arg("indices"))
         .def("learned_state", &type::learned_state, py::arg("mean_cost"))
         .def_property_readonly("position", &type::position)
-        .def_property_readonly("handed_out", &type::handed_out)
         .def_property_readonly("length", &type::length)
         .def_property_readonly("indices", &type::indices)
-        .def_property_readonly("drained", &type::drained)
-        .def_property_readonly("buffered", &type::buffered)
-        .def("stats", &type::stats);
-    if constexpr (bcl::calibratable_estimator<Estimator, std::int64_t>) {
-        cls.def("observe", &type::observe, py::arg("batch_index"), py::arg("seconds"))
-            .def("calibration", &type::calibration);
-    }
+        .def_property_readonly("drained", &type::drained);
+    define_reports<type>(cls);
+}
+
+/// Binds stream<Estimator> as `name`; `make(store, extra...)` gives the estimator over the
+/// stream's slot store, `Extra` the constructor arguments before the options (a calibrated
+/// cost's prior). A stream's values are named `value_name` in messages and priced as
+/// a + b*L + c*L^2 by `pricing` when given.
+template <class Estimator, class... Extra, class Make>
+void define_stream(py::module_& m, const char* name, Make make) {
+    using type = stream<Estimator>;
+    using pricing_type = std::optional<std::array<double, 3>>;
+    auto cls = py::class_<type>(m, name);
+    cls.def(py::init([make](Extra... extra, const bcl::options& opt, std::string value_name,
+                            pricing_type pricing, py::object convert) {
+           auto store = std::make_shared<slot_store>();
+           Estimator e = make(store, extra...);
+           return type(store, std::move(e), opt, value_rule{std::move(value_name), pricing},
+                       std::move(convert));
+       }))
+        .def(py::init([make](Extra... extra, const bcl::options& opt, std::string value_name,
+                             pricing_type pricing, py::object convert, std::string_view state,
+                             const index_array& positions, const py::list& records,
+                             const value_array& values, std::uint64_t pushed) {
+            auto store = std::make_shared<slot_store>();
+            Estimator e = make(store, extra...);
+            return type(store, std::move(e), opt, value_rule{std::move(value_name), pricing},
+                        std::move(convert), state, positions, records, values, pushed);
+        }))
+        .def("push", &type::push, py::arg("intake"), py::arg("values"), py::arg("memory"))
+        .def("pop", &type::pop)
+        .def("finish", &type::finish)
+        .def("save", &type::save)
+        .def_property_readonly("pushed", &type::pushed)
+        .def_property_readonly("finished", &type::finished);
+    define_reports<type>(cls);
 }
 
 /// The level a balancer over the epoch `indices` aims its sliding rounds at: the mean of their
@@ -257,6 +289,17 @@ PYBIND11_MODULE(_core, m) {
     define_epoch<index_cost_memory>(
         m, "memory_epoch",
         [](const std::shared_ptr<const cost_table>& t) { return index_cost_memory{t}; });
+    define_stream<slot_value>(m, "stream", [](const std::shared_ptr<const slot_store>& store) {
+        return slot_value{store};
+    });
+    define_stream<slot_value_memory>(
+        m, "memory_stream",
+        [](const std::shared_ptr<const slot_store>& store) { return slot_value_memory{store}; });
+    define_stream<calibrated_slot_cost, double, double, double>(
+        m, "calibrated_stream",
+        [](const std::shared_ptr<const slot_store>& store, double a, double b, double c) {
+            return bcl::calibrated_affine_quadratic(a, b, c, slot_value{store});
+        });
     define_epoch<calibrated_index_cost, double, double, double>(
         m, "calibrated_epoch",
         [](const std::shared_ptr<const cost_table>& t, double a, double b, double c) {

@@ -2,6 +2,7 @@
 // One epoch of bcl.BalancedBatchSampler: a bcl::balancer over dataset indices (int64 records)
 // whose costs come from a cost_table, and the epoch's index array it reads from.
 
+#include "balancer_reports.hpp"
 #include "cost_table.hpp"
 
 #include <bcl/bcl.hpp>
@@ -49,12 +50,10 @@ struct index_length {
 using calibrated_index_cost =
     decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, index_length{}));
 
-py::dict statistics_dict(const bcl::statistics& s);
-
 /// One epoch: next_batch() pushes the epoch's indices until a batch is ready and pops it.
 template <class Estimator>
 class epoch {
-    using balancer = bcl::balancer<std::int64_t, Estimator>;
+    using balancer_type = bcl::balancer<std::int64_t, Estimator>;
 
 public:
     /// A new epoch over `indices` (checked one-dimensional int64, as strict_indices gives them),
@@ -135,7 +134,7 @@ public:
                              " batches behind the last one handed out; the sampler keeps the "
                              "states of the last " +
                              std::to_string(m_keep) + " (prefetch_limit)");
-        balancer b(m_estimator, m_options, kept->state);
+        balancer_type b(m_estimator, m_options, kept->state);
         for (std::uint64_t i = kept->handed_out; i < consumed; ++i) (void)b.pop();
         return as_tuple(b.save(), kept->position);
     }
@@ -157,7 +156,7 @@ public:
     /// untouched, or have handed out every batch (its end then drained in a copy: finished, the
     /// short remainder dropped under drop_last); bcl::error if a batch is still to come.
     [[nodiscard]] py::bytes learned_state(double mean_cost) const {
-        balancer next = m_balancer;
+        balancer_type next = m_balancer;
         if (!drained() && m_balancer.stats().records_in != 0) {
             // The rest of the epoch's indices can only be the remainder drop_last drops.
             const auto not_over = [] {
@@ -176,31 +175,13 @@ public:
         return py::bytes(next.save().to_bytes());
     }
 
-    /// Calibration: the time of the epoch's batch `batch_index` (from 0); see
-    /// bcl::balancer::observe.
-    void observe(std::uint64_t batch_index,
-                 double seconds) requires bcl::calibratable_estimator<Estimator, std::int64_t> {
-        m_balancer.observe(batch_index, seconds);
-    }
-
-    /// Calibration: what the fit has learned, as a dict.
-    [[nodiscard]] py::dict
-    calibration() const requires bcl::calibratable_estimator<Estimator, std::int64_t> {
-        const auto c = m_balancer.calibration();
-        py::dict d;
-        d["fitted"] = py::make_tuple(c.fitted[0], c.fitted[1], c.fitted[2]);
-        d["applied"] = py::make_tuple(c.applied[0], c.applied[1], c.applied[2]);
-        d["times_observed"] = c.times_observed;
-        d["times_downweighted"] = c.times_downweighted;
-        d["has_fit"] = c.has_fit;
-        return d;
-    }
-
     /// Keeps, from now on, what save_at() needs for the last `batches` batches handed out.
     void keep_states_for(std::size_t batches) noexcept { m_keep = batches; }
 
+    /// The epoch's balancer (what define_reports binds reads it; observe() feeds it).
+    [[nodiscard]] balancer_type& balancer() noexcept { return m_balancer; }
+    [[nodiscard]] const balancer_type& balancer() const noexcept { return m_balancer; }
     [[nodiscard]] std::size_t position() const noexcept { return m_position; }
-    [[nodiscard]] std::uint64_t handed_out() const noexcept { return m_balancer.stats().batches; }
     [[nodiscard]] std::size_t length() const noexcept {
         return static_cast<std::size_t>(m_indices.size());
     }
@@ -208,8 +189,6 @@ public:
     [[nodiscard]] bool drained() const noexcept {
         return m_balancer.finished() && m_balancer.buffered() == 0;
     }
-    [[nodiscard]] std::size_t buffered() const noexcept { return m_balancer.buffered(); }
-    [[nodiscard]] py::dict stats() const { return statistics_dict(m_balancer.stats()); }
 
 private:
     // A state save_at() starts from: `handed_out` batches handed out, `waiting` formed and not
@@ -217,11 +196,11 @@ private:
     struct base {
         std::uint64_t handed_out;
         std::uint64_t waiting;
-        typename balancer::state state;
+        typename balancer_type::state state;
         std::size_t position;
     };
 
-    static py::tuple as_tuple(const typename balancer::state& s, std::size_t position) {
+    static py::tuple as_tuple(const typename balancer_type::state& s, std::size_t position) {
         index_array pending(static_cast<py::ssize_t>(s.pending.size()));
         std::copy(s.pending.begin(), s.pending.end(), pending.mutable_data());
         return py::make_tuple(py::bytes(s.to_bytes()), pending, position);
@@ -232,7 +211,7 @@ private:
     void keep_base() {
         const bcl::statistics& st = m_balancer.stats();
         m_rounds_seen = st.windows;
-        typename balancer::state now = m_balancer.save();
+        typename balancer_type::state now = m_balancer.save();
         const std::uint64_t waiting = now.snapshot.waiting_batch_costs.size();
         m_kept.push_back({st.batches, waiting, std::move(now), m_position});
         while (m_kept.size() >= 2 &&
@@ -240,10 +219,10 @@ private:
             m_kept.pop_front();
     }
 
-    static balancer restored(const std::shared_ptr<const cost_table>& table, Estimator estimator,
-                             const bcl::options& opt, std::string_view state,
-                             const index_array& pending, const index_array& indices,
-                             std::size_t position) {
+    static balancer_type restored(const std::shared_ptr<const cost_table>& table,
+                                  Estimator estimator, const bcl::options& opt,
+                                  std::string_view state, const index_array& pending,
+                                  const index_array& indices, std::size_t position) {
         constexpr std::string_view who = "bcl.BalancedBatchSampler";
         const std::span<const std::int64_t> all = cost_table::span_of(indices);
         if (position > all.size())
@@ -251,12 +230,12 @@ private:
                              std::to_string(position) + ", past the end of the epoch's " +
                              std::to_string(all.size()) + " indices");
         const std::span<const std::int64_t> held = cost_table::span_of(pending);
-        typename balancer::state saved =
-            balancer::state::from_bytes(state, std::vector<std::int64_t>(held.begin(), held.end()));
+        typename balancer_type::state saved = balancer_type::state::from_bytes(
+            state, std::vector<std::int64_t>(held.begin(), held.end()));
         for (const std::int64_t index : held) (void)table->cost(index); // each has a cost
         bcl::detail::check_index_epoch<std::int64_t>(who, saved.snapshot, held, all.first(position),
                                                      table->dataset_size());
-        return balancer(std::move(estimator), opt, std::move(saved));
+        return balancer_type(std::move(estimator), opt, std::move(saved));
     }
 
     void push(std::int64_t index) {
@@ -287,7 +266,7 @@ private:
     std::shared_ptr<const cost_table> m_table;
     Estimator m_estimator; // as given: what save_at()'s balancers start from
     bcl::options m_options;
-    balancer m_balancer;
+    balancer_type m_balancer;
     index_array m_indices;
     std::size_t m_position = 0;
     std::size_t m_keep = 0;          // batches back that save_at() reaches

@@ -16,6 +16,7 @@ from torch.utils.data import DistributedSampler
 import bcl
 
 import forked
+import tampering
 from conftest import resealed, sequence_costs
 
 N = 203  # not a multiple of the batch size: the epoch ends with a short batch
@@ -180,21 +181,14 @@ def _group(config, stop):
     running_only = ("position", "pending", "length", "digest", "epoch_mean", "balancer")
     between_only = ("learned",)
 
-    def all_trials():
-        out = {}
-        for name, tamper in TAMPERS.items():
-            if not state["running"] and name.startswith(running_only):
-                continue
-            if state["running"] and name.startswith(between_only):
-                continue
-            for reseal in (False, True):
-                try:
-                    out[(name, reseal)] = trial(config, state, head, tamper, reseal)
-                except Exception as e:  # noqa: BLE001 - a tamper that cannot apply to this state
-                    out[(name, reseal)] = ("not applicable", f"{type(e).__name__}: {e}")
-        return out
-
-    return forked.run(all_trials, timeout=240.0)
+    applicable = {
+        name: tamper
+        for name, tamper in TAMPERS.items()
+        if not name.startswith(between_only if state["running"] else running_only)
+    }
+    return tampering.run_group(
+        applicable, lambda tamper, reseal: trial(config, state, head, tamper, reseal)
+    )
 
 
 def _stops(config):
@@ -204,17 +198,7 @@ def _stops(config):
 
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_no_tampered_state_hangs_crashes_or_yields_a_wrong_epoch(config):
-    outcomes = collections.Counter()
-    findings = []
-    for stop in _stops(config):
-        result = _group(config, stop)
-        assert result[0] == "ok", f"{config}, saved after {stop} batches: {result}"
-        for (name, reseal), (kind, detail) in result[1].items():
-            outcomes[kind] += 1
-            if kind not in ("refused", "exact", "not applicable"):
-                findings.append(f"{name} (resealed={reseal}, after {stop}): {kind}: {detail}")
-    assert not findings, "\n".join(findings)
-    assert outcomes["refused"] > 0 and outcomes["exact"] > 0  # both outcomes were reached
+    tampering.check_groups(config, lambda stop: _group(config, stop), _stops(config))
 
 
 def test_a_state_of_a_sampler_over_another_dataset_size_is_refused_naming_it():
@@ -240,29 +224,16 @@ def test_the_state_that_once_hung_is_refused_at_once():
     assert kind == "refused" and "position is 0" in detail and "were pushed" in detail, detail
 
 
-_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
-    st.text(max_size=5), st.binary(max_size=16), st.lists(st.integers(-5, 300), max_size=40),
-)  # fmt: skip
-
-
 @settings(max_examples=40)
 @given(st.sampled_from(sorted(CONFIGS)), st.integers(0, 60), st.data())
 def test_random_edits_of_a_state_are_refused_or_exact(config, stop, data):
     state, head, _ = saved(config, min(stop, len(list(build(config)))))
     keys = sorted(k for k in state if k != "inner")
-    edits = data.draw(st.dictionaries(st.sampled_from(keys), _VALUES, min_size=1, max_size=3))
-    reseal = data.draw(st.booleans())
-    result = forked.run(lambda: trial(config, state, head, lambda s: dict(s, **edits), reseal))
-    assert result[0] == "ok", result
-    assert result[1][0] in ("refused", "exact"), (edits, result)
+    tampering.check_random_edits(
+        data, state, keys, lambda tamper, reseal: trial(config, state, head, tamper, reseal)
+    )
 
 
 if __name__ == "__main__":
     # The tally docs/python.md cites: every tamper of every configuration and stop.
-    tally: collections.Counter = collections.Counter()
-    for config in CONFIGS:
-        for stop in _stops(config):
-            for kind, _ in _group(config, stop)[1].values():
-                tally[kind] += 1
-    print(f"{sum(tally.values()) - tally['not applicable']} tampered states: {dict(tally)}")
+    tampering.print_tally(_group(c, stop)[1] for c in CONFIGS for stop in _stops(c))

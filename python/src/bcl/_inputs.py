@@ -87,12 +87,14 @@ _QUANTILE = re.compile(r"p(\d+(?:\.\d*)?)")
 
 
 def cap_options(
-    cap: Any, cap_warmup: Any = 0, cap_action: Any = "clip", cap_prior: Any = 0.0
-) -> Any:
-    """bcl::cap_options from the Python spelling, the one parser of every sampler and of
+    cap: Any, cap_warmup: Any = 0, cap_action: Any = "clip", cap_prior: Any = 0.0,
+    of: str = "indices",
+) -> Any:  # fmt: skip
+    """bcl::cap_options from the Python spelling, the one parser of every sampler, stream and of
     plan_batches: None (no cap), a number (a fixed cap, finite and > 0) or a quantile of the
     costs such as "p99" (strictly between p0 and p100). Checked by bcl::validate, so each rule
-    and its message is the C++ library's."""
+    and its message is the C++ library's. `of`: what is balanced ("indices" or "records"), for
+    the message that refuses truncation."""
     c = _core.cap_options()
     if cap is None:
         c.kind = _core.cap_kind.none
@@ -114,9 +116,15 @@ def cap_options(
     if action == _core.cap_action.truncate:
         raise Error(
             "bcl::options::cap.action 'truncate' shrinks a record to fit under the cap, and a "
-            "dataset index cannot be shrunk: truncate the sequences in the dataset itself and "
-            "pass their new costs, or keep cap_action='clip', which balances with the capped "
-            "estimate and leaves the record as it is"
+            + (
+                "dataset index cannot be shrunk: truncate the sequences in the dataset itself and "
+                "pass their new costs"
+                if of == "indices"
+                else "stream holds its records as they are, by reference: truncate them upstream "
+                "(before bcl.balance takes them)"
+            )
+            + ", or keep cap_action='clip', which balances with the capped estimate and leaves "
+            "the record as it is"
         )
     c.action = action
     probe = _core.options()
@@ -212,6 +220,13 @@ def real_array(name: str, values: Any) -> np.ndarray:
 def real_value(name: str, index: int, value: Any) -> float:
     """What a cost (or memory) source gave for dataset index `index`, as a float, or bcl.Error
     naming the index and the value: a real number, or a 0-d array or one-element tensor of one."""
+    return real_number(f"{name} of dataset index {index}", value)
+
+
+def real_number(subject: str, value: Any) -> float:
+    """`value` as a float, or bcl.Error naming `subject` ("costs of dataset index 7", "the cost
+    of record 7 of the stream") and the value: a real number, or a 0-d array or one-element
+    tensor of one."""
     if not _is_real_number(value):
         if _is_tensor(value) and value.numel() == 1 and not value.is_complex():
             if str(value.dtype) != "torch.bool":
@@ -220,15 +235,13 @@ def real_value(name: str, index: int, value: Any) -> float:
             value = value.item()
     if not _is_real_number(value):
         raise Error(
-            f"{name} of dataset index {index} is {value!r}; a cost must be a real number "
+            f"{subject} is {value!r}; a cost must be a real number "
             f"(an int or a float, not {type(value).__name__})"
         )
     try:
         return float(value)
     except OverflowError:
-        raise Error(
-            f"{name} of dataset index {index} is {value!r}, too large for a float"
-        ) from None
+        raise Error(f"{subject} is {value!r}, too large for a float") from None
 
 
 class Lookup:

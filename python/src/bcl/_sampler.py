@@ -10,6 +10,8 @@ import numpy as np
 from . import _core
 from . import _inputs as inputs
 from ._core import Error
+from ._cost import AffineQuadratic
+from ._options import MEAN_COST_MODES, balancer_options, calibration_prior
 from ._protocol import StatefulBatchSampler
 from ._state import Reader, indices_digest, inner_kind
 
@@ -34,65 +36,6 @@ _RUNNING_FIELDS = (
 )  # fmt: skip
 
 _WHO = "bcl.BalancedBatchSampler"
-
-
-def _mean_cost_mode(mean_cost: Union[float, str]) -> tuple[str, float]:
-    """("epoch" | "fixed" | "running", the options::mean_cost the sampler's options hold: the
-    level when fixed, else 0, which bcl::options reads as "not given")."""
-    if isinstance(mean_cost, str):
-        if mean_cost not in ("epoch", "running"):
-            raise Error(
-                "bcl::options::mean_cost must be 'epoch', 'running' or a cost > 0 "
-                f"(got {mean_cost!r})"
-            )
-        return mean_cost, 0.0
-    level = inputs.real("mean_cost", mean_cost)
-    if level == 0.0:
-        raise Error(
-            "bcl::options::mean_cost must be 'epoch', 'running' or a cost > 0 (got 0: name "
-            "the mode, 'epoch' for each epoch's own mean, the default, or 'running' for the "
-            "balancer's running mean)"
-        )
-    return "fixed", level
-
-
-# How a state_dict() names the mean-cost mode its epoch ran in, for load_state_dict()'s message.
-_MEAN_COST_MODES = {
-    "epoch": "mean_cost='epoch' (each epoch's own)",
-    "fixed": "a fixed mean_cost",
-    "running": "mean_cost='running'",
-}
-
-
-class AffineQuadratic:
-    """The cost a + b*L + c*L^2 of each dataset index, from its length L (see affine_quadratic)."""
-
-    def __init__(self, lengths: inputs.CostSource, a: float, b: float, c: float) -> None:
-        self.lengths = lengths
-        self.coefficients = tuple(inputs.real(k, v) for k, v in (("a", a), ("b", b), ("c", c)))
-        if not all(0.0 <= v <= 1e300 for v in self.coefficients) or not any(self.coefficients):
-            raise Error(
-                f"bcl.affine_quadratic: the coefficients must be finite, >= 0 and not all 0 "
-                f"(got a={a!r}, b={b!r}, c={c!r})"
-            )
-
-    def costs(self) -> Any:
-        """The costs, in the form the lengths came in (an array, or a function of the index)."""
-        a, b, c = self.coefficients
-        if inputs.is_lookup(self.lengths):
-            length_of = inputs.Lookup("lengths", self.lengths)
-            return lambda i: float(np.polyval([c, b, a], length_of.values(np.array([i]))[0]))
-        lengths = inputs.real_array("lengths", self.lengths)
-        return a + lengths * (b + c * lengths)
-
-
-def affine_quadratic(lengths: inputs.CostSource, a: float = 0.0, b: float = 1.0,
-                     c: float = 0.0) -> AffineQuadratic:  # fmt: skip
-    """The cost a + b*L + c*L^2 of each dataset index from its length L (tokens, patches), for
-    ``BalancedBatchSampler(sampler, bcl.affine_quadratic(lengths, a, b, c), ...)``. ``lengths``
-    takes the forms ``costs`` does. With ``calibrate=True`` the sampler fits (a, b, c) to the
-    step times it is told, starting from these."""
-    return AffineQuadratic(lengths, a, b, c)
 
 
 class _Run:
@@ -234,52 +177,24 @@ class BalancedBatchSampler(StatefulBatchSampler):
             largest_first=largest_first, cap_warmup=cap_warmup, cap_action=cap_action,
             cap_prior=cap_prior, prefetch_limit=prefetch_limit, calibrate=calibrate,
         )  # fmt: skip
-        opt = _core.options()
-        opt.batch_size = inputs.whole("batch_size", batch_size)
-        opt.lookahead = inputs.whole("lookahead", lookahead)
-        opt.drop_last = inputs.flag("drop_last", drop_last)
-        opt.seed = inputs.counter("seed", seed)
-        opt.emission = inputs.enum_value(_core.emission_order, "emission", emission)
-        opt.batching = inputs.enum_value(_core.batch_cost, "batching", batching)
-        opt.policy = inputs.enum_value(_core.lookahead_policy, "policy", policy)
-        opt.buffer_windows = inputs.whole("buffer_windows", buffer_windows)
-        opt.max_age = inputs.whole("max_age", max_age)
-        self._mean_cost_mode, opt.mean_cost = _mean_cost_mode(mean_cost)
-        opt.cap = inputs.cap_options(cap, cap_warmup, cap_action, cap_prior)
-        opt.memory_budget = inputs.real("memory_budget", memory_budget)
-        opt.largest_first = inputs.flag("largest_first", largest_first)
-        _core.validate(opt)
-        if opt.memory_budget > 0.0 and memory is None:
-            raise Error(
-                "bcl::options::memory_budget is set, but no memory estimate was given: pass "
-                "memory= (per-index memory, in the budget's unit)"
-            )
+        opt, self._mean_cost_mode = balancer_options(arguments, of="indices")
         if costs is None:
             raise Error("costs is required: the estimated cost of each dataset index")
-
         self._prefetch_limit = inputs.whole("prefetch_limit", prefetch_limit)
         self.sampler = sampler
         self.batch_size: int = opt.batch_size
         self.drop_last: bool = opt.drop_last
         self._options = opt
-        calibrate = inputs.flag("calibrate", calibrate)
-        self._prior: tuple = ()  # a calibrated cost's prior (a, b, c), the epochs' extra argument
+        # A calibrated cost's prior (a, b, c), the epochs' extra argument.
+        self._prior: tuple = calibration_prior(
+            costs, calibrate, memory, "costs=bcl.affine_quadratic(lengths, a, b, c)"
+        )
         self._epoch_type = _core.epoch if memory is None else _core.memory_epoch
-        if isinstance(costs, AffineQuadratic):
-            if calibrate:
-                if memory is not None:
-                    raise Error(
-                        "calibrate=True takes no memory estimate (a calibrated cost has none)"
-                    )
-                self._epoch_type, self._prior = _core.calibrated_epoch, costs.coefficients
-                costs = costs.lengths  # the table holds lengths; the estimator prices them
-            else:
-                costs = costs.costs()
-        elif calibrate:
-            raise Error(
-                "calibrate=True fits a + b*L + c*L^2 to the step times: pass "
-                "costs=bcl.affine_quadratic(lengths, a, b, c), the prior the fit starts from"
-            )
+        if isinstance(costs, AffineQuadratic) and self._prior:
+            self._epoch_type = _core.calibrated_epoch
+            costs = costs.lengths  # the table holds lengths; the estimator prices them
+        elif isinstance(costs, AffineQuadratic):
+            costs = costs.costs()
         if inputs.is_lookup(costs) or inputs.is_lookup(memory):
             # Costs known one index at a time: looked up for each epoch's new indices.
             self._cost_of: Optional[inputs.Lookup] = inputs.Lookup("costs", costs)
@@ -569,12 +484,12 @@ class BalancedBatchSampler(StatefulBatchSampler):
         fixed = self._options.mean_cost
         computed = read.number("epoch_mean_cost")
         saved = read.text("mean_cost_mode")
-        if saved not in _MEAN_COST_MODES or (computed is None) != (saved != "epoch"):
+        if saved not in MEAN_COST_MODES or (computed is None) != (saved != "epoch"):
             raise read.error("mean_cost_mode", "is inconsistent with its epoch_mean_cost")
         if saved != self._mean_cost_mode:
             raise Error(
-                f"{_WHO}: the state was saved with {_MEAN_COST_MODES[saved]}, "
-                f"but this sampler has {_MEAN_COST_MODES[self._mean_cost_mode]}; "
+                f"{_WHO}: the state was saved with {MEAN_COST_MODES[saved]}, "
+                f"but this sampler has {MEAN_COST_MODES[self._mean_cost_mode]}; "
                 "bcl::options::mean_cost must be the same"
             )
         return fixed if computed is None else inputs.real("epoch_mean_cost", computed)

@@ -62,12 +62,14 @@ def checksum(state: Mapping, fields: tuple) -> str:
 
 
 class Reader:
-    """Reads the fields of a state dict, each with its type checked; who: the sampler's name."""
+    """Reads the fields of a state dict, each with its type checked; who: the sampler's (or the
+    stream's) name, holder: what it is, as messages call it."""
 
-    def __init__(self, state: Mapping, who: str, prefix: str = "") -> None:
+    def __init__(self, state: Mapping, who: str, prefix: str = "", holder: str = "sampler") -> None:
         self.state = state
         self.who = who
         self.prefix = prefix  # "settings." for the fields of a nested mapping
+        self.holder = holder
 
     def error(self, key: str, what: str) -> Error:
         return Error(f"{self.who}: the state's {self.prefix}{key} {what}")
@@ -130,10 +132,10 @@ class Reader:
             return None
         return self.count(key)
 
-    def sequence(self, key: str) -> Any:
+    def sequence(self, key: str, of: str = "dataset indices") -> Any:
         value = self.get(key)
         if not isinstance(value, (list, tuple, np.ndarray)):
-            raise self.error(key, f"must be a list of dataset indices (got {type(value).__name__})")
+            raise self.error(key, f"must be a list of {of} (got {type(value).__name__})")
         return value
 
     def same(self, key: str, mine: Any, name: Optional[str] = None) -> None:
@@ -159,15 +161,27 @@ class Reader:
         if saved != mine or (isinstance(mine, float) and saved.hex() != mine.hex()):
             raise Error(
                 f"{self.who}: the state was saved with {name or key}={saved!r}, but this "
-                f"sampler has {name or key}={mine!r}"
+                f"{self.holder} has {name or key}={mine!r}"
             )
+
+    def same_or_none(self, key: str, mine: Any) -> None:
+        """As same(), for a setting that may be None on either side: None against a value is a
+        mismatch of settings, not of types."""
+        saved = self.get(key)
+        if (saved is None) != (mine is None):
+            raise Error(
+                f"{self.who}: the state was saved with {key}={saved!r}, but this {self.holder} "
+                f"has {key}={mine!r}"
+            )
+        if mine is not None:
+            self.same(key, mine)
 
     def section(self, key: str) -> "Reader":
         """The reader of a nested mapping of fields, whose messages name them as key.field."""
         value = self.get(key)
         if not isinstance(value, Mapping):
             raise self.error(key, f"must be a mapping of fields (got {type(value).__name__})")
-        return Reader(value, self.who, prefix=f"{self.prefix}{key}.")
+        return Reader(value, self.who, prefix=f"{self.prefix}{key}.", holder=self.holder)
 
     def verify(self, fields: tuple) -> None:
         """bcl.Error unless the state's checksum matches its fields."""

@@ -245,6 +245,15 @@ constexpr void visit_option_fields(Visit&& visit) {
 
 } // namespace detail
 
+/// Calls `visit(name, field)` for every field of bcl::options, once each, in the order a saved
+/// state writes them: `name` as the user spells it ("batch_size", "cap.kind",
+/// "calibration.horizon") and `field` a callable that gives that field of an options object. What
+/// tools and bindings walk to know every option, so a new option reaches them without an edit.
+template <class Visit>
+constexpr void for_each_option_field(Visit&& visit) {
+    detail::visit_option_fields([&](const char* name, auto field, auto) { visit(name, field); });
+}
+
 /// Records a quantile cap waits for before it applies (cap_options::warmup, resolved); 0 for
 /// the other kinds, which have no warm-up, and for a quantile outside (0, 1), which
 /// bcl::validate refuses: 1, 2.0 or NaN would make the default warm-up an infinite, negative or

@@ -14,6 +14,7 @@
 
 #include <bcl/bcl.hpp>
 #include <bcl/held_batch.hpp>
+#include <bcl/names.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -25,6 +26,8 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace py = pybind11;
 
@@ -141,6 +144,36 @@ double epoch_mean_cost(const cost_table& table, const index_array& indices,
     return bcl::stream_mean_cost(table.costs_of(cost_table::span_of(indices)), cap);
 }
 
+/// Binds an options enum as `name`, its values named as the library's registry names them.
+template <class Enum>
+void bind_choices(py::module_& m, const char* name) {
+    auto e = py::enum_<Enum>(m, name);
+    const auto names = bcl::names_of<Enum>();
+    // The names are string literals of the registries: their data() lives as long as the module.
+    for (std::size_t i = 0; i < names.size(); ++i) e.value(names[i].data(), static_cast<Enum>(i));
+}
+
+/// Binds field `field` of bcl::options (one of the options' part `Part`, such as its cap) as the
+/// property `name` of the part's class.
+template <class Class, class Field, class Part>
+void bind_part_field(Class& cls, const char* name, Field field, Part bcl::options::*part) {
+    using part_type = std::remove_cvref_t<decltype(std::declval<bcl::options&>().*part)>;
+    using value_type = std::remove_cvref_t<decltype(field(std::declval<bcl::options&>()))>;
+    cls.def_property(
+        name,
+        [field, part](const part_type& p) {
+            bcl::options o;
+            o.*part = p;
+            return value_type(field(o));
+        },
+        [field, part](part_type& p, value_type v) {
+            bcl::options o;
+            o.*part = p;
+            field(o) = v;
+            p = o.*part;
+        });
+}
+
 } // namespace bcl_python
 
 PYBIND11_MODULE(_core, m) {
@@ -159,46 +192,37 @@ PYBIND11_MODULE(_core, m) {
         py::arg("n"), py::arg("ranks"), py::arg("batch"), py::arg("drop_last"),
         "Batches each rank gets in an epoch of n records (bcl::epoch_layout).");
 
-    py::enum_<bcl::lookahead_policy>(m, "lookahead_policy")
-        .value("tumbling", bcl::lookahead_policy::tumbling)
-        .value("sliding", bcl::lookahead_policy::sliding);
-    py::enum_<bcl::emission_order>(m, "emission_order")
-        .value("costliest_first", bcl::emission_order::costliest_first)
-        .value("shuffled", bcl::emission_order::shuffled);
-    py::enum_<bcl::batch_cost>(m, "batch_cost")
-        .value("packed", bcl::batch_cost::packed)
-        .value("padded", bcl::batch_cost::padded);
-    py::enum_<bcl::cap_kind>(m, "cap_kind")
-        .value("none", bcl::cap_kind::none)
-        .value("fixed", bcl::cap_kind::fixed)
-        .value("quantile", bcl::cap_kind::quantile);
-    py::enum_<bcl::cap_action>(m, "cap_action")
-        .value("clip", bcl::cap_action::clip)
-        .value("truncate", bcl::cap_action::truncate);
-
-    py::class_<bcl::cap_options>(m, "cap_options")
-        .def(py::init<>())
-        .def_readwrite("kind", &bcl::cap_options::kind)
-        .def_readwrite("value", &bcl::cap_options::value)
-        .def_readwrite("quantile", &bcl::cap_options::quantile)
-        .def_readwrite("warmup", &bcl::cap_options::warmup)
-        .def_readwrite("action", &bcl::cap_options::action)
-        .def_readwrite("prior", &bcl::cap_options::prior);
-    py::class_<bcl::options>(m, "options")
-        .def(py::init<>())
-        .def_readwrite("batch_size", &bcl::options::batch_size)
-        .def_readwrite("lookahead", &bcl::options::lookahead)
-        .def_readwrite("drop_last", &bcl::options::drop_last)
-        .def_readwrite("seed", &bcl::options::seed)
-        .def_readwrite("emission", &bcl::options::emission)
-        .def_readwrite("batching", &bcl::options::batching)
-        .def_readwrite("policy", &bcl::options::policy)
-        .def_readwrite("buffer_windows", &bcl::options::buffer_windows)
-        .def_readwrite("max_age", &bcl::options::max_age)
-        .def_readwrite("mean_cost", &bcl::options::mean_cost)
-        .def_readwrite("cap", &bcl::options::cap)
-        .def_readwrite("memory_budget", &bcl::options::memory_budget)
-        .def_readwrite("largest_first", &bcl::options::largest_first);
+    // The choices, by their names in the library's registries (bcl/names.hpp): a new policy or
+    // cap kind is here without an edit.
+    bind_choices<bcl::lookahead_policy>(m, "lookahead_policy");
+    bind_choices<bcl::emission_order>(m, "emission_order");
+    bind_choices<bcl::batch_cost>(m, "batch_cost");
+    bind_choices<bcl::cap_kind>(m, "cap_kind");
+    bind_choices<bcl::cap_action>(m, "cap_action");
+    // Every option field, walked from bcl::for_each_option_field: "cap.x" and "calibration.x"
+    // on their own classes, the rest on options, which holds those two as values.
+    auto cap = py::class_<bcl::cap_options>(m, "cap_options").def(py::init<>());
+    auto calibration =
+        py::class_<bcl::calibration_options>(m, "calibration_options").def(py::init<>());
+    auto options = py::class_<bcl::options>(m, "options").def(py::init<>());
+    options.def_readwrite("cap", &bcl::options::cap)
+        .def_readwrite("calibration", &bcl::options::calibration);
+    bcl::for_each_option_field([&](const char* name, auto field) {
+        const std::string_view n = name;
+        if (n.starts_with("cap."))
+            bind_part_field(cap, name + 4, field, &bcl::options::cap);
+        else if (n.starts_with("calibration."))
+            bind_part_field(calibration, name + 12, field, &bcl::options::calibration);
+        else
+            options.def_property(
+                name,
+                [field](const bcl::options& o) {
+                    return std::remove_cvref_t<decltype(field(o))>(field(o));
+                },
+                [field](bcl::options& o, std::remove_cvref_t<decltype(field(o))> v) {
+                    field(o) = v;
+                });
+    });
     m.def("validate", &bcl::validate, py::arg("options"),
           "Raises bcl.Error naming the first invalid option.");
     m.def(

@@ -4,8 +4,10 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <array>
 #include <cstddef>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -35,6 +37,17 @@ template <class Variant, class Arg>
         std::optional<Variant> made;
         (void)((index == I ? (made.emplace(std::in_place_index<I>, arg), true) : false) || ...);
         return made;
+    }
+    (std::make_index_sequence<std::variant_size_v<Variant>>{});
+}
+
+/// The names of a registry's alternatives (each one's static `name`), in the order of the enum
+/// whose values index them.
+template <class Variant>
+[[nodiscard]] constexpr auto alternative_names() noexcept {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+        return std::array<std::string_view, sizeof...(I)>{
+            std::variant_alternative_t<I, Variant>::name...};
     }
     (std::make_index_sequence<std::variant_size_v<Variant>>{});
 }

@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace bcl::detail {
 
 /// A fixed cap (see no_cap for what a cap kind provides).
 class fixed_cap {
 public:
+    static constexpr std::string_view name = "fixed"; ///< cap_kind's spelling
+
     explicit fixed_cap(const cap_options& cap) noexcept : m_value(cap.value) {}
 
     static void validate(const cap_options& cap) {

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace bcl::detail {
 
-/// A cap kind is a component constructible from cap_options with: validate(cap) (a bcl::error
+/// A cap kind is a component constructible from cap_options with: its `name` (how tools and
+/// bindings spell it), validate(cap) (a bcl::error
 /// naming the field of its own that is out of range), current() (the cap for the next record,
 /// +infinity for none), add(uncapped, cap) (a record was accepted), settled() (the cap is what
 /// later records will see: the heavy slots learn only then), sketched(records) (how many
@@ -19,6 +21,8 @@ namespace bcl::detail {
 /// known costs would be clipped at, for bcl::stream_mean_cost), and save_into / restore_from
 /// (its part of a saved state). cap_kinds.hpp lists them.
 struct no_cap {
+    static constexpr std::string_view name = "none"; ///< cap_kind's spelling (bcl::cap_kind_names)
+
     no_cap() = default;
     explicit no_cap(const cap_options& /*cap*/) noexcept {}
     static void validate(const cap_options& /*cap*/) noexcept {}

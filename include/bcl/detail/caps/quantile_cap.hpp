@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bcl::detail {
@@ -25,6 +26,7 @@ namespace bcl::detail {
 /// so a record that is then rejected leaves the cap as it was.
 class quantile_cap {
 public:
+    static constexpr std::string_view name = "quantile"; ///< cap_kind's spelling
     static constexpr std::uint64_t refresh = 64;
 
     explicit quantile_cap(const cap_options& cap) noexcept

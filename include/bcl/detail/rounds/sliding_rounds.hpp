@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace bcl::detail {
 
@@ -23,6 +24,12 @@ namespace bcl::detail {
 /// (max_age + 1) * K - 1 batches.
 class sliding_rounds {
 public:
+    /// Its name in options::policy's spelling (bcl::policy_names), and what it does, in a line.
+    static constexpr std::string_view name = "sliding";
+    static constexpr std::string_view summary =
+        "a buffer of several windows; each round balances toward the stream's long-run mean, "
+        "records past max_age first";
+
     /// The share of the buffer's surplus over the long-run mean that a round gives back (see
     /// round_target). 0.03 measured best over the bundled workloads (docs/policies.md).
     static constexpr double surplus_feedback = 0.03;

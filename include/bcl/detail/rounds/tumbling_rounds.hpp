@@ -8,12 +8,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace bcl::detail {
 
 /// Tumbling rounds: the buffer holds exactly one window, and each round takes all of it, so each
 /// window is balanced to its own mean and a record waits at most K-1 batches.
 struct tumbling_rounds {
+    /// Its name in options::policy's spelling (bcl::policy_names), and what it does, in a line.
+    static constexpr std::string_view name = "tumbling";
+    static constexpr std::string_view summary =
+        "fill a window of K*B records, balance all of it, emit K batches (the paper's policy)";
+
     round_settings settings;
 
     [[nodiscard]] std::size_t capacity() const noexcept { return settings.window(); }

@@ -6,7 +6,6 @@
 
 #include <bcl/detail/caps/cap_kinds.hpp>
 #include <bcl/detail/intake/outlier_cap.hpp>
-#include <bcl/detail/state/snapshot.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/validate.hpp>
@@ -15,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -105,7 +105,7 @@ TEST_CASE("Every cap kind saves its part of a state and continues exactly from i
         INFO("kind " << static_cast<int>(cap.kind));
         bcl::detail::outlier_cap original(cap);
         for (int i = 0; i < 150; ++i) original.add((i * 37) % 101, original.current());
-        bcl::detail::balancer_snapshot saved;
+        bcl::detail::outlier_cap::saved saved;
         original.save_into(saved);
         CHECK(saved.sketch.count() == (cap.kind == cap_kind::quantile ? 150U : 0U));
         bcl::detail::outlier_cap restored(cap);
@@ -117,6 +117,37 @@ TEST_CASE("Every cap kind saves its part of a state and continues exactly from i
             restored.add((i * 53) % 97, c);
         }
     }
+}
+
+namespace {
+
+/// Notes the name of each field a list walks.
+struct field_names {
+    std::vector<std::string> names;
+    template <class T>
+    void field(const char* name, const T& /*value*/) {
+        names.emplace_back(name);
+    }
+};
+
+} // namespace
+
+TEST_CASE("The caps' part of a saved state is each kind's part in the list's order: a kind that "
+          "keeps none adds nothing",
+          "[cap-kinds]") {
+    STATIC_REQUIRE(bcl::detail::keeps_state<bcl::detail::quantile_cap>);
+    STATIC_REQUIRE_FALSE(bcl::detail::keeps_state<bcl::detail::no_cap>);
+    STATIC_REQUIRE_FALSE(bcl::detail::keeps_state<bcl::detail::fixed_cap>);
+    const bcl::detail::outlier_cap::saved part;
+    field_names walked;
+    bcl::detail::outlier_cap::saved::fields(walked, part);
+    CHECK(walked.names == std::vector<std::string>{"the quantile cap", "the quantile sketch"});
+
+    bcl::detail::outlier_cap::saved negative;
+    negative.quantile_cap = -1.0;
+    CHECK_THAT(bcl_test::bcl_error_message([&] { negative.check(); }),
+               Catch::Contains("an invalid quantile cap"));
+    CHECK_NOTHROW(part.check());
 }
 
 TEST_CASE("Validating a quantile outside (0, 1) refuses it without computing a warm-up from it",

@@ -6,7 +6,6 @@
 
 #include <bcl/detail/caps/quantile_sketch.hpp>
 #include <bcl/detail/intake/outlier_cap.hpp>
-#include <bcl/detail/state/snapshot.hpp>
 #include <bcl/options.hpp>
 #include <bcl/validate.hpp>
 
@@ -210,7 +209,7 @@ TEST_CASE("A quantile cap restored from another's sketch and last reading contin
         outlier_cap original(options);
         for (std::size_t i = 0; i < saved_at; ++i) original.add(values[i], original.current());
         outlier_cap restored(options);
-        bcl::detail::balancer_snapshot saved;
+        bcl::detail::outlier_cap::saved saved;
         original.save_into(saved);
         restored.restore_from(saved);
         for (std::size_t i = saved_at; i < values.size(); ++i) {

@@ -45,10 +45,7 @@ TEST_CASE("An epoch's counts join the earlier epochs' and its statistics start a
 }
 
 TEST_CASE("The history saves its part of a state and continues from it", "[stream-history]") {
-    struct part {
-        double arrival_cost_total = 0.0;
-        bcl::detail::earlier_epochs learned;
-    } saved;
+    bcl::detail::stream_history::saved saved;
     bcl::detail::stream_history h;
     bcl::statistics st;
     st.records_in = 2;

@@ -9,6 +9,7 @@
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/calibration/cost_fit.hpp>
 #include <bcl/detail/number_text.hpp>
+#include <bcl/detail/saved_part.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 
@@ -67,6 +68,67 @@ struct calibration_snapshot {
     }
 };
 
+/// A balancer's calibration's part of a saved state (batch_calibration's, and no_calibration's:
+/// nothing but a feature count of 0).
+struct calibration_saved {
+    calibration_snapshot calibration; // a calibrating balancer's fit and its waiting batches
+
+    /// `horizon` the options', `waiting_batches` the batches formed and not yet popped.
+    template <class Io, class Part>
+    static void fields(Io& io, Part& s, std::size_t horizon, std::size_t waiting_batches) {
+        auto& c = s.calibration;
+        io.count("the calibration feature count", c.features, max_calibration_features, 0);
+        if (c.features == 0) return;
+        const std::size_t n = c.features;
+        io.items("the calibration fit", c.numbers, calibration_snapshot::number_fields(n));
+        calibration_counts::visit(c.counts, [&](const char* name, auto& x) { io.field(name, x); });
+        io.items("the calibrated coefficients", c.applied, n);
+        io.items("the waiting batches' features", c.waiting_sums, waiting_batches * n);
+        io.length("the calibration ledger size", c.ledger_state, horizon, 8 * (n + 1));
+        io.items("the calibration ledger", c.ledger_state);
+        io.items("the ledger sums", c.ledger_sums, c.ledger_state.size() * n);
+    }
+
+    /// A fit that a calibration could have reached, and sums and ledger entries it could have
+    /// kept. (Its counts, its ledger's length and its waiting batches against the balancer's are
+    /// the snapshot's to check.)
+    void check() const {
+        const calibration_snapshot& s = calibration;
+        const std::size_t n = s.features;
+        if (n == 0) return;
+        check_saved(s.numbers.size() == calibration_snapshot::number_fields(n) &&
+                        s.applied.size() == n,
+                    "calibration fields of the wrong size");
+        for (const double x : s.numbers)
+            check_saved(std::isfinite(x), "a calibration number that is not finite");
+        for (std::size_t j = 0; j < n; ++j)
+            check_saved(s.numbers[j * n + j] >= 0.0, "a negative variance");
+        for (std::size_t j = n * n + n; j < n * n + 3 * n + 2; ++j)
+            check_saved(s.numbers[j] >= 0.0, "a negative fit coefficient, feature total or count");
+        bool any = false;
+        for (const double c : s.applied) {
+            check_saved(c >= 0.0 && c <= 1e300,
+                        "a calibrated coefficient that is negative or not finite");
+            any = any || c > 0.0;
+        }
+        check_saved(any, "calibrated coefficients that are all zero");
+        const calibration_counts& counts = s.counts;
+        check_saved(counts.downweighted <= counts.observed && counts.has_fit <= 1 &&
+                        counts.stale <= 1,
+                    "calibration counts that do not fit the balancer's");
+        check_saved(s.ledger_sums.size() == s.ledger_state.size() * n,
+                    "a calibration ledger of the wrong size");
+        for (const std::uint8_t state : s.ledger_state)
+            check_saved(state == 1 || state == 2, "a calibration ledger entry of no known state");
+        for (const double x : s.waiting_sums)
+            check_saved(x >= 0.0 && x < HUGE_VAL,
+                        "a batch feature sum that is negative or not finite");
+        for (const double x : s.ledger_sums)
+            check_saved(x >= 0.0 && x < HUGE_VAL,
+                        "a batch feature sum that is negative or not finite");
+    }
+};
+
 /// The calibration of a balancer whose estimator does not calibrate: nothing kept, every step a
 /// no-op, so that a balancer runs the same code with either (batch_calibration's interface).
 struct no_calibration {
@@ -82,12 +144,13 @@ struct no_calibration {
     template <class Estimator, class Buffer, class Heavy>
     void apply_refit(Estimator& /*estimator*/, Buffer& /*buffer*/, Heavy& /*heavy*/,
                      double /*cap*/) noexcept {}
-    template <class Snapshot, class Estimator>
-    void save_into(Snapshot& /*s*/, std::uint64_t /*emitted_count*/, std::size_t /*next_batch*/,
+    using saved = calibration_saved;
+    template <class Estimator>
+    void save_into(saved& /*s*/, std::uint64_t /*emitted_count*/, std::size_t /*next_batch*/,
                    const Estimator& /*estimator*/) const noexcept {}
-    template <class Snapshot, class Estimator, class Buffer>
-    void restore_from(const Snapshot& /*s*/, std::uint64_t /*emitted_count*/,
-                      Estimator& /*estimator*/, Buffer& /*buffer*/) noexcept {}
+    template <class Estimator, class Buffer>
+    void restore_from(const saved& /*s*/, std::uint64_t /*emitted_count*/, Estimator& /*estimator*/,
+                      Buffer& /*buffer*/) noexcept {}
 };
 
 /// Calibration for an estimator of N features; see cost_fit for the fit.
@@ -263,18 +326,19 @@ public:
     }
 
     /// Its part of a saved state (see save()), the coefficients in force the estimator's.
-    template <class Snapshot, class Estimator>
-    void save_into(Snapshot& s, std::uint64_t emitted_count, std::size_t next_batch,
+    using saved = calibration_saved;
+    template <class Estimator>
+    void save_into(saved& s, std::uint64_t emitted_count, std::size_t next_batch,
                    const Estimator& estimator) const {
         s.calibration = save(emitted_count, next_batch, estimator.coefficients());
     }
-    template <class Snapshot, class Estimator, class Buffer>
-    void restore_from(const Snapshot& s, std::uint64_t emitted_count, Estimator& estimator,
+    template <class Estimator, class Buffer>
+    void restore_from(const saved& s, std::uint64_t emitted_count, Estimator& estimator,
                       Buffer& buffer) {
         restore(s.calibration, emitted_count, estimator, buffer);
     }
 
-    /// Restores what save() wrote (checked by check_calibration_snapshot): the fit, the
+    /// Restores what save() wrote (checked by calibration_saved::check and the snapshot): the
     /// estimator's coefficients, and the features of the buffered records, computed again from
     /// them (a pure function of the record).
     template <class Estimator, class Buffer>

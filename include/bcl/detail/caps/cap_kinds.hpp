@@ -6,6 +6,7 @@
 #include <bcl/detail/caps/fixed_cap.hpp>
 #include <bcl/detail/caps/no_cap.hpp>
 #include <bcl/detail/caps/quantile_cap.hpp>
+#include <bcl/detail/saved_part.hpp>
 #include <bcl/detail/variant_of.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
@@ -45,5 +46,32 @@ inline void validate_cap_kind(const cap_options& cap) {
     if (!made) throw unknown_cap_kind(cap);
     return *made;
 }
+
+/// A cap kind's part of a saved state: its `saved` if it keeps state, else nothing.
+template <class Kind>
+struct cap_kind_part {
+    template <class Io, class Part>
+    static void fields(Io& /*io*/, Part& /*s*/) noexcept {}
+};
+template <keeps_state Kind>
+struct cap_kind_part<Kind> : Kind::saved {};
+
+template <class Kinds>
+struct cap_kinds_part;
+/// Every kind's part, in the list's order, whichever kind is in force (the others keep their
+/// parts as made): a kind that keeps state brings its part to the byte format through this list
+/// (and a new format version, snapshot.hpp). The snapshot inherits their members, so a kind names
+/// its own apart from every other part's.
+template <class... Kinds>
+struct cap_kinds_part<std::variant<Kinds...>> : cap_kind_part<Kinds>... {
+    template <class Io, class Part>
+    static void fields(Io& io, Part& s) {
+        (cap_kind_part<Kinds>::fields(io, part_of<cap_kind_part<Kinds>>(s)), ...);
+    }
+    void check() const { (check_part(static_cast<const cap_kind_part<Kinds>&>(*this)), ...); }
+};
+
+/// The cap kinds' part of a saved state (outlier_cap's).
+using cap_kinds_saved = cap_kinds_part<cap_kinds>;
 
 } // namespace bcl::detail

@@ -33,10 +33,6 @@ public:
     [[nodiscard]] double stream_level(std::span<const double> /*costs*/) const noexcept {
         return m_value;
     }
-    template <class Snapshot>
-    static void save_into(Snapshot& /*s*/) noexcept {}
-    template <class Snapshot>
-    static void restore_from(const Snapshot& /*s*/) noexcept {}
 
 private:
     double m_value;

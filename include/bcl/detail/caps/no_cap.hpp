@@ -18,8 +18,9 @@ namespace bcl::detail {
 /// +infinity for none), add(uncapped, cap) (a record was accepted), settled() (the cap is what
 /// later records will see: the heavy slots learn only then), sketched(records) (how many
 /// estimates a saved quantile sketch must hold), stream_level(costs) (the cap a whole stream of
-/// known costs would be clipped at, for bcl::stream_mean_cost), and save_into / restore_from
-/// (its part of a saved state). cap_kinds.hpp lists them.
+/// known costs would be clipped at, for bcl::stream_mean_cost); and, only if it keeps state, its
+/// part of a saved state (`saved`, with its fields, as quantile_cap's) and save_into /
+/// restore_from. cap_kinds.hpp lists them.
 struct no_cap {
     static constexpr std::string_view name = "none"; ///< cap_kind's spelling (bcl::cap_kind_names)
 
@@ -33,10 +34,6 @@ struct no_cap {
     [[nodiscard]] static double stream_level(std::span<const double> /*costs*/) noexcept {
         return HUGE_VAL;
     }
-    template <class Snapshot>
-    static void save_into(Snapshot& /*s*/) noexcept {}
-    template <class Snapshot>
-    static void restore_from(const Snapshot& /*s*/) noexcept {}
 };
 
 } // namespace bcl::detail

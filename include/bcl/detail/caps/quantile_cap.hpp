@@ -5,6 +5,7 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/caps/quantile_sketch.hpp>
+#include <bcl/detail/saved_part.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 
@@ -70,13 +71,26 @@ public:
 
     [[nodiscard]] const quantile_sketch& sketch() const noexcept { return m_sketch; }
     [[nodiscard]] double last() const noexcept { return m_last; }
-    template <class Snapshot>
-    void save_into(Snapshot& s) const {
+
+    /// Its part of a saved state: the cap last read and the sketch.
+    struct saved {
+        double quantile_cap = HUGE_VAL; // the cap in force (infinite before the warm-up ends)
+        quantile_sketch sketch;
+
+        template <class Io, class Part>
+        static void fields(Io& io, Part& s) {
+            io.field("the quantile cap", s.quantile_cap);
+            io.field("the quantile sketch", s.sketch);
+        }
+        /// Whether the sketch holds as many estimates as records went through it is the
+        /// snapshot's to check (the cap kind in force, the records of every epoch).
+        void check() const { check_saved(quantile_cap >= 0.0, "an invalid quantile cap"); }
+    };
+    void save_into(saved& s) const {
         s.sketch = m_sketch;
         s.quantile_cap = m_last;
     }
-    template <class Snapshot>
-    void restore_from(const Snapshot& s) noexcept {
+    void restore_from(const saved& s) noexcept {
         m_sketch = s.sketch;
         m_last = s.quantile_cap;
     }

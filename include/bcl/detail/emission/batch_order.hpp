@@ -75,15 +75,17 @@ public:
     /// The random state, for a saved state.
     [[nodiscard]] std::uint64_t random_state() const noexcept { return m_rng.state(); }
     void restore(std::uint64_t random_state) noexcept { m_rng = splitmix64(random_state); }
-    /// Its part of a saved state: the random generator's state.
-    template <class Snapshot>
-    void save_into(Snapshot& s) const noexcept {
-        s.rng_state = random_state();
-    }
-    template <class Snapshot>
-    void restore_from(const Snapshot& s) noexcept {
-        restore(s.rng_state);
-    }
+    /// Its part of a saved state: the random generator's state (any value is one).
+    struct saved {
+        std::uint64_t rng_state = 0;
+
+        template <class Io, class Part>
+        static void fields(Io& io, Part& s) {
+            io.field("the random state", s.rng_state);
+        }
+    };
+    void save_into(saved& s) const noexcept { s.rng_state = random_state(); }
+    void restore_from(const saved& s) noexcept { restore(s.rng_state); }
 
 private:
     splitmix64 m_rng;

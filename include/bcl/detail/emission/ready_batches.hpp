@@ -4,7 +4,10 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/saved_part.hpp>
+
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -12,6 +15,37 @@
 #include <vector>
 
 namespace bcl::detail {
+
+/// ready_batches' part of a saved state, whatever its records' type: the batches formed and not
+/// yet popped (their costs, and memory with a memory estimate), and their records' arrival
+/// positions, which the state's pending records lead with.
+struct ready_batches_saved {
+    std::vector<double> waiting_batch_costs;
+    std::vector<double> waiting_batch_memory;
+    std::vector<std::uint64_t> waiting_arrivals;
+
+    [[nodiscard]] std::size_t waiting_records() const noexcept { return waiting_arrivals.size(); }
+
+    /// At most `lookahead` batches of `batch_size` records.
+    template <class Io, class Part>
+    static void fields(Io& io, Part& s, std::size_t lookahead, std::size_t batch_size,
+                       bool tracks_memory) {
+        const std::size_t with_memory = tracks_memory ? 2 : 1;
+        io.length("the waiting batch count", s.waiting_batch_costs, lookahead, 8 * with_memory);
+        io.items("the waiting batch costs", s.waiting_batch_costs);
+        io.items("the waiting batch memory", s.waiting_batch_memory,
+                 tracks_memory ? s.waiting_batch_costs.size() : 0);
+        io.length("the waiting record count", s.waiting_arrivals, lookahead * batch_size, 8);
+        io.items("the waiting records' arrival positions", s.waiting_arrivals);
+    }
+    /// (How many records and batches wait, and which arrivals, is the snapshot's to check.)
+    void check() const {
+        for (const double c : waiting_batch_costs)
+            check_saved(c >= 0.0 && c < HUGE_VAL, "an invalid batch cost");
+        for (const double m : waiting_batch_memory)
+            check_saved(m >= 0.0 && m < HUGE_VAL, "an invalid batch memory");
+    }
+};
 
 /// A round's records move here from the buffer, each to its place in its batch (a counting sort
 /// by batch), with its arrival position (a saved state names every record it holds by it);
@@ -118,17 +152,16 @@ public:
                                 : std::span<const double>(m_memory).subspan(m_next);
     }
 
-    /// Its part of a saved state: the waiting batches' costs and memory, and their records'
-    /// arrivals (the records lead the state's pending records).
-    template <class Snapshot>
-    void save_into(Snapshot& s, std::size_t batch_size) const {
+    /// Its part of a saved state (ready_batches_saved).
+    using saved = ready_batches_saved;
+    void save_into(saved& s, std::size_t batch_size) const {
         s.waiting_batch_costs.assign(waiting_costs().begin(), waiting_costs().end());
         s.waiting_batch_memory.assign(waiting_memory().begin(), waiting_memory().end());
         const std::span<const std::uint64_t> arrivals = waiting_arrivals(batch_size);
         s.waiting_arrivals.assign(arrivals.begin(), arrivals.end());
     }
-    template <class Snapshot, class Iterator>
-    void restore_from(const Snapshot& s, Iterator records) {
+    template <class Iterator>
+    void restore_from(const saved& s, Iterator records) {
         restore(records, s.waiting_records(), s.waiting_arrivals, s.waiting_batch_costs,
                 s.waiting_batch_memory);
     }

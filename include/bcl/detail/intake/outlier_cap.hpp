@@ -6,10 +6,12 @@
 
 #include <bcl/detail/caps/cap_kinds.hpp>
 #include <bcl/detail/caps/quantile_sketch.hpp>
+#include <bcl/detail/saved_part.hpp>
 #include <bcl/detail/variant_of.hpp>
 #include <bcl/options.hpp>
 
 #include <cstdint>
+#include <type_traits>
 #include <variant>
 
 namespace bcl::detail {
@@ -50,14 +52,18 @@ public:
         return quantile != nullptr ? quantile->sketch() : none;
     }
 
-    /// Its part of a saved state: its kind's.
-    template <class Snapshot>
-    void save_into(Snapshot& s) const {
-        visit_held(m_kind, [&](const auto& kind) { kind.save_into(s); });
+    /// Its part of a saved state: every cap kind's (cap_kinds_part), of which the kind in force
+    /// writes and reads its own.
+    using saved = cap_kinds_saved;
+    void save_into(saved& s) const {
+        visit_held(m_kind, [&](const auto& kind) {
+            if constexpr (keeps_state<std::remove_cvref_t<decltype(kind)>>) kind.save_into(s);
+        });
     }
-    template <class Snapshot>
-    void restore_from(const Snapshot& s) noexcept {
-        visit_held(m_kind, [&](auto& kind) { kind.restore_from(s); });
+    void restore_from(const saved& s) noexcept {
+        visit_held(m_kind, [&](auto& kind) {
+            if constexpr (keeps_state<std::remove_cvref_t<decltype(kind)>>) kind.restore_from(s);
+        });
     }
 
 private:

@@ -4,16 +4,45 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/cost_estimator.hpp>
 #include <bcl/detail/intake/record_estimator.hpp>
+#include <bcl/detail/saved_part.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace bcl::detail {
+
+/// record_buffer's part of a saved state, whatever its records' type: each buffered record's
+/// cost, arrival position and memory (with a memory estimate), in arrival order; the records
+/// themselves follow the waiting batches' in the state's pending records.
+struct record_buffer_saved {
+    std::vector<double> buffer_costs;
+    std::vector<std::uint64_t> buffer_arrivals;
+    std::vector<double> buffer_memory;
+
+    /// At most `capacity` records.
+    template <class Io, class Part>
+    static void fields(Io& io, Part& s, std::size_t capacity, bool tracks_memory) {
+        const std::size_t with_memory = tracks_memory ? 3 : 2;
+        io.length("the buffered record count", s.buffer_costs, capacity, 8 * with_memory);
+        io.items("the buffered costs", s.buffer_costs);
+        io.items("the buffered arrival positions", s.buffer_arrivals, s.buffer_costs.size());
+        io.items("the buffered memory", s.buffer_memory, tracks_memory ? s.buffer_costs.size() : 0);
+    }
+    /// (The arrival positions and the memory estimates, which the options bound, are the
+    /// snapshot's to check.)
+    void check() const {
+        for (std::size_t i = 0; i < buffer_costs.size(); ++i)
+            check_saved(buffer_costs[i] >= 0.0 && buffer_costs[i] <= max_estimate,
+                        "an invalid cost for buffered record " + std::to_string(i));
+    }
+};
 
 /// Records in arrival order, with their estimated costs, memory estimates (when tracked) and
 /// arrival positions, side by side so a round reads the costs as one array. A round takes either
@@ -164,16 +193,15 @@ public:
         if constexpr (tracks_memory) m_memory.assign(memory.begin(), memory.end());
     }
 
-    /// Its part of a saved state: the held records' costs, memory and arrivals (the records
-    /// themselves follow the waiting batches' in the state's pending records).
-    template <class Snapshot>
-    void save_into(Snapshot& s) const {
+    /// Its part of a saved state (record_buffer_saved).
+    using saved = record_buffer_saved;
+    void save_into(saved& s) const {
         s.buffer_costs.assign(m_costs.begin(), m_costs.end());
         s.buffer_arrivals.assign(m_arrivals.begin(), m_arrivals.end());
         s.buffer_memory.assign(m_memory.begin(), m_memory.end());
     }
-    template <class Snapshot, class Iterator>
-    void restore_from(const Snapshot& s, Iterator records) {
+    template <class Iterator>
+    void restore_from(const saved& s, Iterator records) {
         assign(records, s.buffer_costs, s.buffer_memory, s.buffer_arrivals);
     }
 

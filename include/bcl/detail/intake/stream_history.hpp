@@ -4,8 +4,10 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/saved_part.hpp>
 #include <bcl/statistics.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -57,14 +59,29 @@ public:
 
     [[nodiscard]] const earlier_epochs& earlier() const noexcept { return m_earlier; }
 
-    /// Its part of a saved state.
-    template <class Snapshot>
-    void save_into(Snapshot& s) const noexcept {
+    /// Its part of a saved state: the arrivals' total cost and the earlier epochs' counts.
+    struct saved {
+        double arrival_cost_total = 0.0;
+        earlier_epochs learned;
+
+        template <class Io, class Part>
+        static void fields(Io& io, Part& s) {
+            io.field("the total arrival cost", s.arrival_cost_total);
+            io.field("the earlier epochs' records", s.learned.records);
+            io.field("the earlier epochs' rounds", s.learned.rounds);
+            io.field("the earlier epochs' batches", s.learned.batches);
+        }
+        /// (How the earlier epochs' counts relate to this epoch's is the snapshot's to check.)
+        void check() const {
+            check_saved(arrival_cost_total >= 0.0 && arrival_cost_total < HUGE_VAL,
+                        "an invalid total arrival cost");
+        }
+    };
+    void save_into(saved& s) const noexcept {
         s.arrival_cost_total = m_cost_total;
         s.learned = m_earlier;
     }
-    template <class Snapshot>
-    void restore_from(const Snapshot& s) noexcept {
+    void restore_from(const saved& s) noexcept {
         m_cost_total = s.arrival_cost_total;
         m_earlier = s.learned;
     }

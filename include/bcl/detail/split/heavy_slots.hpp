@@ -4,6 +4,8 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/cost_estimator.hpp>
+#include <bcl/detail/saved_part.hpp>
 #include <bcl/options.hpp>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace bcl::detail {
 
@@ -120,10 +123,29 @@ public:
         m_largest[s] = *std::max_element(m_recent[s].begin(), m_recent[s].end());
     }
 
-    /// Its part of a saved state: the rounds observed and what the rounds_remembered remembers of
-    /// them.
-    template <class Snapshot>
-    void save_into(Snapshot& s) const {
+    /// Its part of a saved state: the full rounds observed and, per slot, the top records of the
+    /// last of them it remembers (oldest first).
+    struct saved {
+        std::uint64_t heavy_seen = 0;
+        std::array<std::vector<double>, slots> heavy_recent;
+
+        template <class Io, class Part>
+        static void fields(Io& io, Part& s) {
+            io.field("the heavy slots' round count", s.heavy_seen);
+            const auto remembered =
+                static_cast<std::size_t>(std::min<std::uint64_t>(s.heavy_seen, rounds_remembered));
+            for (auto& recent : s.heavy_recent)
+                io.items("the heavy slots' records", recent, remembered);
+        }
+        /// (Whether it saw no more rounds than ran is the snapshot's to check.)
+        void check() const {
+            for (const std::vector<double>& recent : heavy_recent)
+                for (const double x : recent)
+                    check_saved(x >= 0.0 && x <= max_estimate,
+                                "an invalid record of the heavy slots");
+        }
+    };
+    void save_into(saved& s) const {
         s.heavy_seen = m_seen;
         const auto remembered =
             static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(m_seen, rounds_remembered));
@@ -131,8 +153,7 @@ public:
             s.heavy_recent[slot].assign(m_recent[slot].begin(),
                                         m_recent[slot].begin() + remembered);
     }
-    template <class Snapshot>
-    void restore_from(const Snapshot& s) noexcept {
+    void restore_from(const saved& s) noexcept {
         for (std::size_t slot = 0; slot < slots; ++slot)
             restore(s.heavy_seen, slot, s.heavy_recent[slot]);
     }

@@ -1,13 +1,15 @@
 #pragma once
 // The two directions of the saved state's byte format. field_writer and field_reader walk the
-// same named field lists (detail/state/snapshot.hpp), so what is written and what is read cannot
-// drift apart; each knows how a field of each type travels: counts as u64, flags, numbers by
-// their bits, an enumeration by its value, running statistics as their five numbers, a quantile
-// sketch as its non-empty buckets. The reader names the field in every error.
+// same named field lists (each part's `fields`, in the order detail/state/snapshot.hpp walks the
+// parts), so what is written and what is read cannot drift apart; each knows how a field of each
+// type travels: counts as u64, flags, numbers by their bits, an enumeration by its value, running
+// statistics as their five numbers, a quantile sketch as its non-empty buckets. The reader names
+// the field in every error. A field list calls only field, count, length and items.
 
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/caps/quantile_sketch.hpp>
+#include <bcl/detail/saved_part.hpp>
 #include <bcl/detail/state/bytes.hpp>
 #include <bcl/detail/stats_access.hpp>
 #include <bcl/error.hpp>
@@ -28,10 +30,6 @@ namespace bcl::detail {
 /// would need 146 years to reach it, and below it no position or batch index the balancer
 /// computes can overflow.
 inline constexpr std::uint64_t max_saved_records = std::uint64_t{1} << 62;
-
-inline void check_saved(bool ok, const std::string& what) {
-    if (!ok) throw error("bcl: saved state is inconsistent: " + what);
-}
 
 /// Writes the fields a list names, in its order.
 class field_writer {

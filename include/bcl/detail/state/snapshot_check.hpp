@@ -25,47 +25,20 @@
 
 namespace bcl::detail {
 
-/// Throws bcl::error unless `s` is what a balancer calibrating `s.features` features (none if 0)
-/// with horizon `horizon` could have saved after emitting `batches` batches and taking `records`
-/// records, with `waiting_batches` formed and not yet popped.
-/// Checks a calibration snapshot against its balancer's counts: `batches` of this epoch (its
-/// ledger), and the batches and records of every epoch (what the fit counted).
-inline void check_calibration_snapshot(const calibration_snapshot& s, std::size_t horizon,
-                                       std::uint64_t batches, std::uint64_t all_batches,
-                                       std::uint64_t records, std::size_t waiting_batches) {
-    auto check = [](bool ok, const char* what) {
-        if (!ok) throw error(std::string("bcl: saved state is inconsistent: ") + what);
-    };
-    const std::size_t features = s.features;
-    if (features == 0) return;
-    check(s.numbers.size() == calibration_snapshot::number_fields(features) &&
-              s.applied.size() == features && s.waiting_sums.size() == waiting_batches * features,
-          "calibration fields of the wrong size");
-    for (const double x : s.numbers)
-        check(std::isfinite(x), "a calibration number that is not finite");
-    const std::size_t n = features;
-    for (std::size_t j = 0; j < n; ++j) check(s.numbers[j * n + j] >= 0.0, "a negative variance");
-    for (std::size_t j = n * n + n; j < n * n + 3 * n + 2; ++j)
-        check(s.numbers[j] >= 0.0, "a negative fit coefficient, feature total or count");
-    bool any = false;
-    for (const double c : s.applied) {
-        check(c >= 0.0 && c <= 1e300, "a calibrated coefficient that is negative or not finite");
-        any = any || c > 0.0;
-    }
-    check(any, "calibrated coefficients that are all zero");
-    const calibration_counts& counts = s.counts;
-    check(counts.feature_records <= records && counts.observed <= all_batches &&
-              counts.downweighted <= counts.observed && counts.has_fit <= 1 && counts.stale <= 1,
-          "calibration counts that do not fit the balancer's");
-    const std::uint64_t kept = std::min<std::uint64_t>(batches, horizon);
-    check(s.ledger_state.size() == kept && s.ledger_sums.size() == kept * n,
-          "a calibration ledger of the wrong size");
-    for (const std::uint8_t state : s.ledger_state)
-        check(state == 1 || state == 2, "a calibration ledger entry of no known state");
-    for (const double x : s.waiting_sums)
-        check(x >= 0.0 && x < HUGE_VAL, "a batch feature sum that is negative or not finite");
-    for (const double x : s.ledger_sums)
-        check(x >= 0.0 && x < HUGE_VAL, "a batch feature sum that is negative or not finite");
+/// A calibration's part against its balancer's counts (calibration_saved::check has checked it
+/// alone): `batches` of this epoch (its ledger, within `horizon`), the batches and records of
+/// every epoch (what the fit counted), and the `waiting_batches` formed and not yet popped.
+inline void check_calibration_counts(const calibration_snapshot& s, std::size_t horizon,
+                                     std::uint64_t batches, std::uint64_t all_batches,
+                                     std::uint64_t records, std::size_t waiting_batches) {
+    const std::size_t n = s.features;
+    if (n == 0) return;
+    check_saved(s.waiting_sums.size() == waiting_batches * n,
+                "calibration fields of the wrong size");
+    check_saved(s.counts.feature_records <= records && s.counts.observed <= all_batches,
+                "calibration counts that do not fit the balancer's");
+    check_saved(s.ledger_state.size() == std::min<std::uint64_t>(batches, horizon),
+                "a calibration ledger of the wrong size");
 }
 
 inline bool valid_stats(const running_stats& s) noexcept {
@@ -74,14 +47,23 @@ inline bool valid_stats(const running_stats& s) noexcept {
     return fine(r.mean) && fine(r.m2) && fine(r.min) && fine(r.max);
 }
 
-/// Checks that a snapshot describes a balancer that could exist: valid options; counts within the
-/// buffer's bounds; every record accounted for exactly once; the counters, rounds, batches and
-/// arrival positions related as the balancer relates them (each round before finish() forms
-/// exactly K batches of B records; only the very last batch may be short; tumbling buffers hold
-/// the records since the last round, sliding buffers none past its deadline); statistics that
-/// count what the counters say; finite non-negative costs and sums. Anything else is a bcl::error.
+/// Checks that a snapshot describes a balancer that could exist: valid options; each component's
+/// part valid alone (its check()); counts within the buffer's bounds; every record accounted for
+/// exactly once; the counters, rounds, batches and arrival positions related as the balancer
+/// relates them (each round before finish() forms exactly K batches of B records; only the very
+/// last batch may be short; tumbling buffers hold the records since the last round, sliding
+/// buffers none past its deadline); statistics that count what the counters say; finite
+/// non-negative costs and sums. Anything else is a bcl::error.
 inline void check_consistent(const balancer_snapshot& s) {
     validate(s.opt);
+    // Each component's part alone, in the format's order; then the parts against each other.
+    check_part(part_of<stream_history::saved>(s));
+    check_part(part_of<batch_order::saved>(s));
+    check_part(part_of<outlier_cap::saved>(s));
+    check_part(part_of<heavy_slots::saved>(s));
+    check_part(part_of<ready_batches_saved>(s));
+    check_part(part_of<record_buffer_saved>(s));
+    check_part(part_of<calibration_saved>(s));
     const options& o = s.opt;
     const std::uint64_t b = o.batch_size;
     const std::uint64_t window = b * o.lookahead; // a round's records, before the drain
@@ -140,13 +122,10 @@ inline void check_consistent(const balancer_snapshot& s) {
     check_saved(s.waiting_records() % b == 0 || (s.finished && buffered == 0),
                 "a short batch is waiting before the last round");
 
-    // Buffered records: valid costs, arrival positions in order and where the policy keeps them.
+    // Buffered records: arrival positions in order and where the policy keeps them.
     const round_policy policy = make_round_policy(o);
     std::uint64_t previous = 0;
     for (std::size_t i = 0; i < buffered; ++i) {
-        const double c = s.buffer_costs[i];
-        check_saved(c >= 0.0 && c <= max_estimate,
-                    "an invalid cost for buffered record " + text(i));
         const std::uint64_t a = s.buffer_arrivals[i];
         const bool in_order = a < st.records_in && (i == 0 || a > previous);
         const bool in_place = std::visit(
@@ -163,8 +142,6 @@ inline void check_consistent(const balancer_snapshot& s) {
                 "a record held that arrived after the last record pushed");
     check_saved(std::adjacent_find(held.begin(), held.end()) == held.end(),
                 "two records held with the same arrival position");
-    for (const double c : s.waiting_batch_costs)
-        check_saved(c >= 0.0 && c < HUGE_VAL, "an invalid batch cost");
     check_saved(!s.tracks_memory || (s.waiting_batch_memory.size() == waiting &&
                                      s.buffer_memory.size() == buffered),
                 "memory estimates for the wrong number of records");
@@ -172,10 +149,6 @@ inline void check_consistent(const balancer_snapshot& s) {
         check_saved(m >= 0.0 && m <= max_estimate &&
                         (o.memory_budget <= 0.0 || m <= o.memory_budget),
                     "an invalid memory estimate");
-    for (const double m : s.waiting_batch_memory)
-        check_saved(m >= 0.0 && m < HUGE_VAL, "an invalid batch memory");
-    check_saved(s.arrival_cost_total >= 0.0 && s.arrival_cost_total < HUGE_VAL,
-                "an invalid total arrival cost");
     check_saved(s.last_batch_cost >= 0.0 && s.last_batch_cost < HUGE_VAL,
                 "an invalid last batch cost");
 
@@ -205,20 +178,16 @@ inline void check_consistent(const balancer_snapshot& s) {
                 "invalid running statistics");
     check_saved(st.peak_batch_memory >= 0.0 && st.peak_batch_memory < HUGE_VAL,
                 "an invalid peak batch memory");
-    check_saved(s.quantile_cap >= 0.0, "an invalid quantile cap");
     check_saved(s.heavy_seen <= learned.rounds + st.windows,
                 "heavy slots that saw more rounds than ran");
-    for (const std::vector<double>& recent : s.heavy_recent)
-        for (const double x : recent)
-            check_saved(x >= 0.0 && x <= max_estimate, "an invalid record of the heavy slots");
     const std::uint64_t sketched =
         std::visit([&](const auto& kind) { return kind.sketched(learned.records + st.records_in); },
                    make_cap_kind(o.cap));
     check_saved(s.sketch.count() == sketched, "a quantile sketch of " + text(s.sketch.count()) +
                                                   " costs for " + text(sketched) + " records");
-    check_calibration_snapshot(s.calibration, o.calibration.horizon, st.batches,
-                               learned.batches + st.batches, learned.records + st.records_in,
-                               waiting);
+    check_calibration_counts(s.calibration, o.calibration.horizon, st.batches,
+                             learned.batches + st.batches, learned.records + st.records_in,
+                             waiting);
 }
 
 /// Throws bcl::error unless the state was saved by a balancer whose estimator gives what this

@@ -1,10 +1,11 @@
 #pragma once
-// What the libtorch sampler's tests share: a table of lengths and its cost, draining a sampler,
+// What the libtorch samplers' tests share: a table of lengths and its cost, draining a sampler,
 // carrying one through archive bytes, taking an archive apart to alter it, and requiring that a
-// load is refused and changes nothing.
+// load is refused and changes nothing (of either sampler).
 
 #include <bcl/bcl.hpp>
 #include <bcl/torch/detail/archive.hpp>
+#include <bcl/torch/distributed_balanced_sampler.hpp>
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -238,6 +239,32 @@ void require_refused(const Make& make, const std::string& bytes,
     require_refused_by(
         make, bytes, names, [](auto& s) { move_elsewhere(s); },
         [](auto& a, auto& b) { return same_course(a, b); });
+}
+
+// Moves a distributed sampler away from where it was made: to epoch 3, two batches in.
+inline void move_distributed(bcl::torch::distributed_balanced_sampler& s) {
+    s.set_epoch(3);
+    s.reset();
+    for (int k = 0; k < 2; ++k) (void)s.next(s.batch_size());
+}
+
+// Whether two distributed samplers are on the same course: the same epoch, position and batches
+// through this epoch and the next. Drains both.
+inline bool same_distributed_course(bcl::torch::distributed_balanced_sampler& a,
+                                    bcl::torch::distributed_balanced_sampler& b) {
+    if (a.epoch() != b.epoch() || a.position() != b.position()) return false;
+    if (drain(a, a.batch_size()) != drain(b, b.batch_size())) return false;
+    a.reset();
+    b.reset();
+    return a.epoch() == b.epoch() && a.digest() == b.digest() &&
+           drain(a, a.batch_size()) == drain(b, b.batch_size());
+}
+
+// require_refused_by for the distributed sampler.
+template <class Make>
+void require_distributed_refused(const Make& make, const std::string& bytes,
+                                 const std::vector<std::string>& names) {
+    require_refused_by(make, bytes, names, move_distributed, same_distributed_course);
 }
 
 // A dataset whose examples are their own indices, so a loader's batches are the sampler's.

@@ -15,8 +15,10 @@
 #include <bcl/stream_mean_cost.hpp>
 #include <bcl/torch/data_loader.hpp>
 #include <bcl/torch/detail/archive.hpp>
+#include <bcl/torch/detail/balanced_sampler_archive.hpp>
+#include <bcl/torch/detail/batch_request.hpp>
+#include <bcl/torch/detail/epoch_cursor.hpp>
 #include <bcl/torch/detail/inner_sampler.hpp>
-#include <bcl/torch/detail/sampler_archive.hpp>
 #include <bcl/torch/index_sampler.hpp>
 
 #if __has_include(<torch/data/samplers/base.h>)
@@ -104,7 +106,8 @@ public:
     /// inner sampler's epoch (0 for one without epochs); the dataset size is the inner sampler's
     /// if it is a distributed one, else unknown. Draws nothing yet: the first next() does.
     /// Throws bcl::error if `opt` is invalid (bcl::validate) or asks for what the estimator cannot
-    /// do (a truncating cap, a memory budget).
+    /// do (a truncating cap, a memory budget), and for an inner sampler at an epoch of 2^63 or
+    /// more (what save() could not write back, as set_epoch() refuses it).
     balanced_sampler(Inner inner, Estimator cost, bcl::options opt)
         : balanced_sampler(std::move(inner), std::move(cost), opt, std::nullopt, 0) {}
 
@@ -127,12 +130,8 @@ public:
     /// a new balancer starts. With options::mean_cost 0, mean_cost() is 0 again until the
     /// epoch's first next() draws the epoch. O(buffer) plus the inner reset().
     void reset(::torch::optional<std::size_t> new_size = ::torch::nullopt) override {
-        if (m_epoch.handed_out && !m_epoch.epoch_set) {
-            detail::check_counter(m_epoch.epoch + 1, "bcl::torch::balanced_sampler",
-                                  "the next epoch");
-            ++m_epoch.epoch;
-        }
-        if constexpr (epoch_sampler<Inner>) m_inner.set_epoch(m_epoch.epoch);
+        const std::size_t epoch = m_cursor.reset(who);
+        if constexpr (epoch_sampler<Inner>) m_inner.set_epoch(epoch);
         m_inner.reset(new_size);
         if (new_size) m_dataset_size = *new_size;
         // With the epoch's mean to come, this balancer aims at mean_cost 0 only until the first
@@ -140,17 +139,13 @@ public:
         carry_or_renew();
         m_staged.clear();
         m_staged_next = 0;
-        m_epoch = fresh_epoch(m_epoch.epoch);
+        m_draw = fresh_draw();
     }
 
     /// Sets the epoch the next reset() starts (as libtorch's DistributedSampler::set_epoch does);
     /// the epoch under way is not changed. Throws bcl::error for an epoch of 2^63 or more (what
     /// save() could not write back), changing nothing. O(1).
-    void set_epoch(std::size_t epoch) {
-        detail::check_counter(epoch, "bcl::torch::balanced_sampler", "the epoch");
-        m_epoch.epoch = epoch;
-        m_epoch.epoch_set = true;
-    }
+    void set_epoch(std::size_t epoch) { m_cursor.set_epoch(epoch, who); }
 
     /// The next batch of dataset indices: exactly options::batch_size of them, but the epoch's
     /// last batch, which has the rest (dropped with options::drop_last); std::nullopt once the
@@ -166,24 +161,18 @@ public:
     /// so asking again carries on where the failed call stopped.
     [[nodiscard]] ::torch::optional<std::vector<std::size_t>>
     next(std::size_t batch_size) override {
-        if (batch_size != m_options.batch_size)
-            throw bcl::error("bcl::torch::balanced_sampler::next: asked for a batch of " +
-                             std::to_string(batch_size) +
-                             " indices, but the sampler's options::batch_size is " +
-                             std::to_string(m_options.batch_size) +
-                             "; give the data loader the sampler's batch size "
-                             "(bcl::torch::make_data_loader does)");
-        if (m_epoch.draw == draw_phase::pending) start_epoch();
+        detail::check_batch_request(batch_size, m_options.batch_size, who, "options::batch_size");
+        if (m_draw.phase == draw_phase::pending) start_epoch();
         balancer_type& b = *m_balancer;
         for (;;) {
             if (const std::optional<typename balancer_type::batch_type> batch = b.pop()) {
-                m_epoch.handed_out = true;
+                m_cursor.mark_started();
                 return std::vector<std::size_t>(batch->begin(), batch->end());
             }
             if (b.finished()) return ::torch::nullopt;
             // An epoch drawn whole is all staged: once that is pushed, the epoch is over.
             if (m_staged_next == m_staged.size() &&
-                (m_epoch.draw == draw_phase::whole || !draw())) {
+                (m_draw.phase == draw_phase::whole || !draw())) {
                 b.finish();
                 continue;
             }
@@ -195,17 +184,16 @@ public:
         }
     }
 
-    /// Writes the sampler's state to `archive` (format 3): the inner sampler's (a nested archive
-    /// "inner"), the balancer's bytes and the indices it holds, the epoch's indices pushed so far
-    /// and those drawn and not yet pushed, the epoch and its flags, its draw phase and mean cost,
-    /// the dataset size, the inner sampler's kind, and a digest of these (docs/torch.md).
-    /// O(indices drawn this epoch). What the inner sampler's save() throws propagates.
+    /// Writes the sampler's state to `archive` (format "bcl::torch::balanced_sampler/4"): the
+    /// inner sampler's (a nested archive "inner"), the format tag, the epoch (the one under way,
+    /// whether a batch of it was handed out, the one set_epoch() chose), the balancer's bytes and
+    /// the indices it holds, the epoch's indices pushed so far and those drawn and not yet
+    /// pushed, its draw phase and mean cost, the dataset size, the inner sampler's kind, and a
+    /// digest of these (docs/torch.md). O(indices drawn this epoch). What the inner sampler's
+    /// save() throws propagates.
     void save(::torch::serialize::OutputArchive& archive) const override {
-        ::torch::serialize::OutputArchive inner(archive.compilation_unit());
-        m_inner.save(inner);
-        archive.write("inner", inner);
-        detail::write_epoch(archive, identity(), m_epoch, m_balancer->save(), m_staged,
-                            m_staged_next);
+        detail::write_balanced_archive(archive, m_inner, identity(), m_cursor, m_draw,
+                                       m_balancer->save(), m_staged, m_staged_next);
     }
 
     /// Restores what save() wrote; the sampler then hands out exactly the batches the saved one
@@ -213,31 +201,32 @@ public:
     /// an inner sampler of the same kind and size. Before it keeps anything it checks every field
     /// against the others, the balancer's state, the inner sampler (for libtorch's own: that it
     /// handed out exactly the epoch's indices) and this sampler, and the digest (docs/torch.md
-    /// lists the checks); it throws bcl::error naming the field otherwise, and for formats 1 and
-    /// 2 (earlier bcl versions), which cannot be checked. On any exception (also what the
-    /// archive's reads or the inner sampler's load() throw) this sampler is unchanged: an inner
-    /// sampler that can be copied and assigned is loaded into a copy, kept once every check
-    /// passed; another is loaded last, and then only it may have changed. O(indices drawn this
-    /// epoch), O(dataset) for a DistributedRandomSampler.
+    /// lists the checks); it throws bcl::error naming the field otherwise, for an archive of a
+    /// distributed_balanced_sampler, and for the formats of earlier bcl versions (1, 2 and 3). On
+    /// any exception (also what the archive's reads or the inner sampler's load() throw) this
+    /// sampler is unchanged: an inner sampler that can be copied and assigned is loaded into a
+    /// copy, kept once every check passed; another is loaded last, and then only it may have
+    /// changed. O(indices drawn this epoch), O(dataset) for a DistributedRandomSampler.
     void load(::torch::serialize::InputArchive& archive) override {
-        detail::archive_reader in(archive, "bcl::torch::balanced_sampler::load");
+        detail::archive_reader in(archive, std::string(who) + "::load");
         detail::restored_epoch<balancer_type> r =
-            detail::read_epoch<balancer_type>(in, identity(), m_cost);
-        detail::load_inner(in, archive, m_inner, r, m_dataset_size); // the digest too
+            detail::read_balanced_archive<balancer_type>(in, identity(), m_cost);
+        detail::load_inner(in, archive, m_inner, r, m_dataset_size); // the seal too
         // Committed: nothing below throws.
         m_balancer.emplace(std::move(*r.balancer));
         m_staged = std::move(r.drawn);
         m_staged_next = r.pushed;
-        m_epoch = r.fields;
+        m_cursor = r.cursor;
+        m_draw = r.draw;
     }
 
     /// The mean cost of an index that the epoch's balancer aims at: a fixed options::mean_cost,
     /// or with options::mean_cost 0 the epoch's mean (bcl::stream_mean_cost of its indices' costs
     /// under options::cap) once its first next() has drawn the epoch, and 0 before. O(1).
-    [[nodiscard]] double mean_cost() const noexcept { return m_epoch.level; }
+    [[nodiscard]] double mean_cost() const noexcept { return m_draw.level; }
 
     /// The epoch under way (or, after set_epoch(e), e: the one the next reset() starts). O(1).
-    [[nodiscard]] std::size_t epoch() const noexcept { return m_epoch.epoch; }
+    [[nodiscard]] std::size_t epoch() const noexcept { return m_cursor.epoch(); }
     /// The dataset size every index is checked against, if known (see the class comment). O(1).
     [[nodiscard]] std::optional<std::size_t> dataset_size() const noexcept {
         return m_dataset_size;
@@ -256,6 +245,7 @@ private:
     // Indices drawn from the inner sampler at a time, at least: its per-call cost (a vector, a
     // tensor slice) is then shared by a thousand indices or more.
     static constexpr std::size_t min_pull = 1024;
+    static constexpr const char* who = "bcl::torch::balanced_sampler";
     using draw_phase = detail::draw_phase;
 
     balanced_sampler(Inner inner, Estimator cost, bcl::options opt,
@@ -264,20 +254,20 @@ private:
           m_balancer(std::in_place, m_cost, m_options),
           m_pull(std::max(bcl::buffer_capacity(m_options), min_pull)),
           m_dataset_size(dataset_size ? dataset_size : detail::dataset_size_of(m_inner)),
-          m_epoch(fresh_epoch(0)) {
+          m_draw(fresh_draw()) {
         if constexpr (epoch_sampler<Inner>)
-            m_epoch.epoch = static_cast<std::size_t>(m_inner.epoch());
+            m_cursor = detail::epoch_cursor(static_cast<std::size_t>(m_inner.epoch()), who,
+                                            "the inner sampler's epoch");
         if (const auto own = detail::dataset_size_of(m_inner); own && *own != m_dataset_size)
             throw bcl::error("bcl::torch::balanced_sampler: the dataset size given is " +
                              std::to_string(*m_dataset_size) + ", but the inner sampler's is " +
                              std::to_string(*own));
     }
 
-    // Epoch `epoch` before its first next(): nothing handed out, nothing drawn.
-    [[nodiscard]] detail::epoch_fields fresh_epoch(std::size_t epoch) const noexcept {
+    // An epoch before its first next(): nothing drawn.
+    [[nodiscard]] detail::epoch_draw fresh_draw() const noexcept {
         const bool fixed = m_options.mean_cost > 0.0;
-        return {epoch, false, false, fixed ? draw_phase::bulk : draw_phase::pending,
-                m_options.mean_cost};
+        return {fixed ? draw_phase::bulk : draw_phase::pending, m_options.mean_cost};
     }
 
     // Draws the rest of the epoch, estimates every index, and starts the epoch's balancer at
@@ -295,8 +285,7 @@ private:
         // drawn), so next_epoch() accepts it; it throws only for a level out of range, which a
         // mean of checked costs is not, and then changes nothing.
         m_balancer->next_epoch(level);
-        m_epoch.level = level;
-        m_epoch.draw = draw_phase::whole;
+        m_draw = {draw_phase::whole, level};
     }
 
     // The balancer of the epoch reset() starts: the last one, carried on by next_epoch() (what
@@ -305,7 +294,7 @@ private:
     // drop_last, it drops the n mod B indices it holds), which is then drained if it holds none.
     void carry_or_renew() {
         balancer_type& b = *m_balancer;
-        if (!b.finished() && m_epoch.draw == draw_phase::whole && m_staged_next == m_staged.size())
+        if (!b.finished() && m_draw.phase == draw_phase::whole && m_staged_next == m_staged.size())
             b.finish();
         if (b.stats().records_in == 0 || (b.finished() && b.buffered() == 0))
             b.next_epoch(m_options.mean_cost);
@@ -374,7 +363,8 @@ private:
     std::optional<std::size_t> m_dataset_size;
     std::vector<std::size_t> m_staged; // drawn from the inner sampler this epoch
     std::size_t m_staged_next = 0;     // its first index not yet pushed (those before are)
-    detail::epoch_fields m_epoch;      // the epoch, its flags, draw phase and level
+    detail::epoch_cursor m_cursor;     // the epoch; started: a batch of it was handed out
+    detail::epoch_draw m_draw;         // how the epoch under way is drawn, and its level
 };
 
 } // namespace bcl::torch

@@ -9,13 +9,15 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/cost_estimator.hpp>
-#include <bcl/detail/number_text.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/options.hpp>
 #include <bcl/torch/data_loader.hpp>
 #include <bcl/torch/detail/archive.hpp>
+#include <bcl/torch/detail/batch_request.hpp>
+#include <bcl/torch/detail/distributed_sampler_archive.hpp>
+#include <bcl/torch/detail/epoch_cursor.hpp>
 
 #if __has_include(<torch/data/samplers/base.h>)
 
@@ -23,9 +25,6 @@
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
-#include <algorithm>
-#include <array>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -71,9 +70,9 @@ using epoch_plan_summary = bcl::epoch_plan_summary;
 /// begin() does not skip epoch 0), or the one set_epoch() chose since. The epoch is planned at its
 /// first next() (or digest(), summary()): O(N log N), each rank planning every rank's records.
 ///
-/// Resume: save() writes a format tag, every setting, the dataset size, a digest of the cost
-/// table, the epoch, the batches handed out and the epoch's plan digest, sealed by a digest of
-/// the fields. load() checks each field by type and against this sampler (bcl::error naming the
+/// Resume: save() writes a format tag, the epoch, every setting, the dataset size, a digest of the
+/// cost table, the batches handed out and the epoch's plan digest, sealed by a digest of the
+/// fields. load() checks each field by type and against this sampler (bcl::error naming the
 /// field otherwise), plans the saved epoch again and compares its digest, and changes nothing
 /// unless every check passed; the sampler then hands out exactly the rest of the saved epoch.
 ///
@@ -130,23 +129,17 @@ public:
             throw bcl::error(std::string(who) + "::reset: the dataset size given is " +
                              std::to_string(*new_size) + ", but the cost table covers " +
                              std::to_string(m_table->size()) + " dataset indices");
-        const std::size_t next = m_requested ? *m_requested : m_current + (m_started ? 1 : 0);
-        detail::check_counter(next, who, "the next epoch");
+        const std::size_t current = m_cursor.current();
+        const std::size_t next = m_cursor.reset(who);
         // The plan depends on the epoch alone: an epoch started again keeps it.
-        m_planned = m_planned && next == m_current;
-        m_current = next;
-        m_requested.reset();
+        m_planned = m_planned && next == current;
         m_position = 0;
-        m_started = false;
     }
 
     /// Sets the epoch the next reset() starts (as libtorch's DistributedSampler::set_epoch does);
     /// the epoch under way is not changed. Throws bcl::error for an epoch of 2^63 or more (what
     /// save() could not write back), changing nothing. O(1).
-    void set_epoch(std::size_t epoch) {
-        detail::check_counter(epoch, who, "the epoch");
-        m_requested = epoch;
-    }
+    void set_epoch(std::size_t epoch) { m_cursor.set_epoch(epoch, who); }
 
     /// This rank's next batch of the epoch: exactly batch_size() dataset indices, but the epoch's
     /// last batch, which has the rest; std::nullopt once the epoch's size() batches are handed
@@ -156,13 +149,9 @@ public:
     /// nothing.
     [[nodiscard]] ::torch::optional<std::vector<std::size_t>>
     next(std::size_t batch_size) override {
-        if (batch_size != m_batch)
-            throw bcl::error(std::string(who) + "::next: asked for a batch of " +
-                             std::to_string(batch_size) +
-                             " indices, but the sampler's batch size is " +
-                             std::to_string(m_batch) + "; give the data loader the sampler's");
+        detail::check_batch_request(batch_size, m_batch, who, "batch size");
         ensure_planned();
-        m_started = true;
+        m_cursor.mark_started();
         if (m_position == m_layout.batches) return ::torch::nullopt;
         const std::span<const std::size_t> batch = m_plan.batch(m_position);
         ++m_position;
@@ -183,93 +172,41 @@ public:
         return m_plan.summary;
     }
 
-    /// Writes the sampler's state to `archive`: the format tag, every setting, the dataset size, a
-    /// digest of the cost table, the epoch (and one set_epoch() chose since), the batches handed
-    /// out this epoch and the epoch's plan digest (none if the epoch is not planned yet), sealed
-    /// by a digest of these fields. O(1).
+    /// Writes the sampler's state to `archive` (format
+    /// "bcl::torch::distributed_balanced_sampler/2"): the format tag, the epoch (the one under
+    /// way, whether next() was called in it, the one set_epoch() chose), every setting, the
+    /// dataset size, a digest of the cost table, the batches handed out this epoch and the
+    /// epoch's plan digest (none if the epoch is not planned yet), sealed by a digest of these
+    /// fields. O(1).
     void save(::torch::serialize::OutputArchive& archive) const override {
-        detail::archive_writer out(archive);
-        const auto one = [](std::uint64_t v) {
-            return std::array<std::int64_t, 1>{std::bit_cast<std::int64_t>(v)};
-        };
-        out.bytes("bcl_format", format_tag);
-        for (const setting& s : settings_of(*this)) out.int64s(s.key, one(s.value));
-        out.real("bcl_cap", m_plan_options.cap);
-        out.int64s("bcl_epoch", std::array<std::int64_t, 4>{std::int64_t(m_current), m_started,
-                                                            m_requested.has_value(),
-                                                            std::int64_t(m_requested.value_or(0))});
-        out.int64s("bcl_position", one(m_position));
-        if (m_planned)
-            out.int64s("bcl_plan_digest", one(m_plan.summary.digest));
-        else
-            out.int64s("bcl_plan_digest", {});
-        out.seal("bcl_digest");
+        detail::write_distributed_archive(
+            archive, identity(),
+            {m_cursor, m_position,
+             m_planned ? std::optional<std::uint64_t>(m_plan.summary.digest) : std::nullopt});
     }
 
     /// Restores what save() wrote: the sampler then hands out exactly the rest of the saved
     /// epoch, and the epochs after it as the saved one would have. Before it keeps anything it
-    /// checks every field by its type and against this sampler: the format tag; the dataset size,
+    /// checks every field by its type and against this sampler: the format tag (an archive of a
+    /// balanced_sampler, or of an earlier bcl, is refused by name); the epoch; the dataset size,
     /// num_replicas, rank, batch size, lookahead, shuffle, seed, drop_last and every plan option
-    /// (each a bcl::error naming the field and both values); the cost table's digest; the epoch;
-    /// the position (at most size(), and 0 unless the epoch was planned); then it plans the saved
-    /// epoch and compares the plan digest; and last the digest of all the fields. Any failure is a
-    /// bcl::error naming the field, and leaves the sampler as it was. O(N log N) if the saved
+    /// (each a bcl::error naming the field and both values); the cost table's digest; the
+    /// position (at most size(), and 0 unless the epoch was planned); then it plans the saved
+    /// epoch and compares the plan digest; and last the digest of all the fields. Any failure is
+    /// a bcl::error naming the field, and leaves the sampler as it was. O(N log N) if the saved
     /// epoch was planned, O(1) otherwise.
     void load(::torch::serialize::InputArchive& archive) override {
         detail::archive_reader in(archive, std::string(who) + "::load");
-        check_format(in);
-        for (const setting& s : settings_of(*this)) {
-            const auto saved = std::bit_cast<std::uint64_t>(in.int64(s.key));
-            if (saved != s.value)
-                in.fail(
-                    s.key + " is " + std::to_string(saved) + ", but this sampler's " + s.name +
-                    " is " + std::to_string(s.value) +
-                    (s.key == "bcl_costs" ? " (the cost table differs from the saved run's)" : ""));
-        }
-        if (const double cap = in.real("bcl_cap");
-            std::bit_cast<std::uint64_t>(cap) != std::bit_cast<std::uint64_t>(m_plan_options.cap))
-            in.fail("bcl_cap is " + bcl::detail::number_text(cap) +
-                    ", but this sampler's plan_options::cap is " +
-                    bcl::detail::number_text(m_plan_options.cap));
-        const std::vector<std::int64_t> e = in.int64s("bcl_epoch");
-        const auto flag = [](std::int64_t v) { return v == 0 || v == 1; };
-        if (e.size() != 4 || e[0] < 0 || !flag(e[1]) || !flag(e[2]) || e[3] < 0 ||
-            (e[2] == 0 && e[3] != 0))
-            in.fail("bcl_epoch is not an epoch, two flags of 0 or 1 (started, set_epoch() "
-                    "called) and the epoch set_epoch() chose (0 without its flag)");
-        const std::int64_t position = in.int64("bcl_position");
-        if (position < 0 || static_cast<std::uint64_t>(position) > m_layout.batches)
-            in.fail("bcl_position is " + std::to_string(position) + ", outside the epoch's 0 to " +
-                    std::to_string(m_layout.batches) + " batches");
-        if (position > 0 && e[1] == 0)
-            in.fail("bcl_epoch says the epoch has not started, but bcl_position says " +
-                    std::to_string(position) + " batches were handed out");
-        const std::vector<std::int64_t> plan_digest = in.int64s("bcl_plan_digest");
-        if (plan_digest.size() > 1)
-            in.fail("bcl_plan_digest has " + std::to_string(plan_digest.size()) +
-                    " values, not 0 or 1");
-        if (plan_digest.empty() && e[1] != 0)
-            in.fail("bcl_plan_digest is empty (the epoch not planned), but bcl_epoch says the "
-                    "epoch has started (bcl_position: " +
-                    std::to_string(position) + " batches handed out)");
-        const auto epoch = static_cast<std::size_t>(e[0]);
         epoch_plan planned;
-        if (!plan_digest.empty()) {
-            plan_epoch(epoch, planned);
-            if (std::bit_cast<std::uint64_t>(plan_digest[0]) != planned.summary.digest)
-                in.fail("bcl_plan_digest does not match this sampler's plan of epoch " +
-                        std::to_string(epoch) + " (bcl_epoch): the costs, the settings or the " +
-                        "planner differ from the saved run's, and its batches would not continue "
-                        "the saved epoch's");
-        }
-        in.check_seal("bcl_digest");
+        const detail::distributed_position saved =
+            detail::read_distributed_archive(in, identity(), [&](std::size_t epoch) {
+                plan_epoch(epoch, planned);
+                return planned.summary.digest;
+            });
         // Committed: nothing below throws.
-        m_current = epoch;
-        m_requested =
-            e[2] != 0 ? std::optional<std::size_t>(static_cast<std::size_t>(e[3])) : std::nullopt;
-        m_position = static_cast<std::size_t>(position);
-        m_started = e[1] != 0;
-        m_planned = !plan_digest.empty();
+        m_cursor = saved.cursor;
+        m_position = saved.position;
+        m_planned = saved.plan_digest.has_value();
         if (m_planned) std::swap(m_plan, planned);
     }
 
@@ -281,7 +218,7 @@ public:
     /// Batches handed out in the epoch under way. O(1).
     [[nodiscard]] std::size_t position() const noexcept { return m_position; }
     /// The epoch under way, or after set_epoch(e), e: the one the next reset() starts. O(1).
-    [[nodiscard]] std::size_t epoch() const noexcept { return m_requested.value_or(m_current); }
+    [[nodiscard]] std::size_t epoch() const noexcept { return m_cursor.epoch(); }
     /// B: the indices of every batch but an epoch's last. O(1).
     [[nodiscard]] std::size_t batch_size() const noexcept { return m_batch; }
     /// K: steps planned together. O(1).
@@ -306,7 +243,6 @@ public:
 
 private:
     static constexpr const char* who = "bcl::torch::distributed_balanced_sampler";
-    static constexpr const char* format_tag = "bcl::torch::distributed_balanced_sampler/1";
 
     // One epoch's plan: this rank's records, batch after batch, and what the plans promise.
     using epoch_plan = bcl::epoch_share<std::size_t>;
@@ -318,41 +254,24 @@ private:
                 .drop_last = m_drop_last};
     }
 
-    // A setting saved as one 64-bit field, compared bit for bit on load.
-    struct setting {
-        std::string key;  // the archive's field
-        std::string name; // the setting's name in messages
-        std::uint64_t value;
-    };
-
-    static std::vector<setting> settings_of(const distributed_balanced_sampler& s) {
-        return {{"bcl_dataset_size", "dataset size", s.m_table->size()},
-                {"bcl_num_replicas", "num_replicas", s.m_replicas},
-                {"bcl_rank", "rank", s.m_rank},
-                {"bcl_batch_size", "batch size", s.m_batch},
-                {"bcl_lookahead", "lookahead", s.m_lookahead},
-                {"bcl_shuffle", "shuffle", s.m_shuffle ? 1U : 0U},
-                {"bcl_seed", "seed", s.m_seed},
-                {"bcl_drop_last", "drop_last", s.m_drop_last ? 1U : 0U},
-                {"bcl_batching", "plan_options::batching",
-                 static_cast<std::uint64_t>(s.m_plan_options.batching)},
-                {"bcl_level_steps", "plan_options::level_steps",
-                 s.m_plan_options.level_steps ? 1U : 0U},
-                {"bcl_costs", "cost table's digest", s.m_costs_digest}};
-    }
-
-    // Refuses an archive of another kind by name before the reader checks the tag's type.
-    static void check_format(detail::archive_reader& in) {
-        if (in.peek_type("bcl_format") == ::torch::kInt64)
-            in.fail("bcl_format is that of a bcl::torch::balanced_sampler, not of a "
-                    "bcl::torch::distributed_balanced_sampler");
-        if (const std::string tag = in.bytes("bcl_format"); tag != format_tag)
-            in.fail("bcl_format is \"" + tag + "\", not \"" + format_tag + "\"");
+    // What an archive must match to load into this sampler.
+    [[nodiscard]] detail::distributed_identity identity() const noexcept {
+        return {.dataset_size = m_table->size(),
+                .num_replicas = m_replicas,
+                .rank = m_rank,
+                .batch_size = m_batch,
+                .lookahead = m_lookahead,
+                .shuffle = m_shuffle,
+                .seed = m_seed,
+                .drop_last = m_drop_last,
+                .plan = m_plan_options,
+                .costs_digest = m_costs_digest,
+                .batches = m_layout.batches};
     }
 
     void ensure_planned() {
         if (m_planned) return;
-        plan_epoch(m_current, m_plan);
+        plan_epoch(m_cursor.current(), m_plan);
         m_planned = true;
     }
 
@@ -375,11 +294,9 @@ private:
     std::uint64_t m_costs_digest = 0;
     bcl::epoch_layout m_layout; // the order padded or cut, m, the batches per epoch
 
-    std::size_t m_current = 0;              // the epoch under way
-    std::optional<std::size_t> m_requested; // set_epoch() since the last reset()
-    std::size_t m_position = 0;             // its batches handed out
-    bool m_started = false;                 // next() was called in it
-    bool m_planned = false;                 // m_plan is the epoch under way's
+    detail::epoch_cursor m_cursor; // the epoch; started: next() was called in it
+    std::size_t m_position = 0;    // its batches handed out
+    bool m_planned = false;        // m_plan is the epoch under way's
     epoch_plan m_plan;
 
     // Scratch, kept so that planning an epoch allocates nothing once one was planned.

@@ -26,18 +26,6 @@
 
 namespace bcl::torch::detail {
 
-/// The one range of an epoch and of a distributed sampler's seed, wherever either enters
-/// (set_epoch(), reset(), a constructor): [0, 2^63), what an archive's int64 field holds, and the
-/// range the Python samplers keep.
-inline constexpr std::uint64_t counter_end = std::uint64_t{1} << 63;
-
-/// Throws bcl::error "<who>: <what> must be below 2^63 (got <value>)" unless value < 2^63.
-inline void check_counter(std::uint64_t value, const char* who, const char* what) {
-    if (value >= counter_end)
-        throw bcl::error(std::string(who) + ": " + what + " must be below 2^63 (got " +
-                         std::to_string(value) + ")");
-}
-
 /// A 64-bit digest of an archive's fields, to catch an accidental or naive edit: a value changed,
 /// an entry dropped, added or moved, a field swapped for another's. Each field's key, element
 /// type, length and values are mixed word by word (the SplitMix64 finalizer); the fields' hashes

@@ -1,8 +1,10 @@
 #pragma once
-// What a bcl libtorch sampler saves of its epoch besides the inner sampler (format 3), and how
-// load() reads it back: every field checked against the others, the balancer's state and the
-// sampler it is loaded into, before anything is kept. Needs libtorch's C++ API on the include
-// path; without it this header is empty.
+// The archive of a bcl::torch::balanced_sampler (format "bcl::torch::balanced_sampler/4"): the
+// inner sampler's own archive, nested as "inner", the header every sampler archive starts with
+// (detail/archive_header.hpp), the sampler's own fields, and the seal; and how load() reads it
+// back: every field checked against the others, the balancer's state and the sampler it is
+// loaded into, before anything is kept. Needs libtorch's C++ API on the include path; without it
+// this header is empty.
 
 #include <bcl/detail/config.hpp>
 
@@ -12,6 +14,8 @@
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 #include <bcl/torch/detail/archive.hpp>
+#include <bcl/torch/detail/archive_header.hpp>
+#include <bcl/torch/detail/epoch_cursor.hpp>
 #include <bcl/torch/detail/inner_sampler.hpp>
 
 #if __has_include(<torch/serialize/archive.h>)
@@ -31,11 +35,6 @@
 
 namespace bcl::torch::detail {
 
-/// The layout sampler archives are written in; load() refuses any other. Format 2 added bcl_draw
-/// and bcl_mean_cost; format 3 what load() checks an archive with: bcl_pushed, bcl_dataset_size,
-/// bcl_inner_kind and bcl_digest.
-inline constexpr std::int64_t sampler_format = 3;
-
 /// How a sampler's epoch draws its indices (saved as bcl_draw, so the values are fixed).
 enum class draw_phase : std::uint8_t {
     pending = 0, // mean_cost 0, nothing pushed yet: the next next() draws the epoch whole
@@ -50,45 +49,48 @@ struct sampler_identity {
     bcl::options options;                    // as given (mean_cost 0: the epoch's mean)
 };
 
-/// A sampler's epoch, but its balancer and inner sampler.
-struct epoch_fields {
-    std::size_t epoch = 0;
-    bool handed_out = false; // a batch of this epoch has been handed out
-    bool epoch_set = false;  // set_epoch() since the last reset()
-    draw_phase draw = draw_phase::pending;
+/// How the epoch under way is drawn, and the level its balancer aims at.
+struct epoch_draw {
+    draw_phase phase = draw_phase::pending;
     double level = 0.0; // the options::mean_cost its balancer aims at
 };
 
 /// An epoch read back from an archive and checked, not yet kept by the sampler.
 template <class Balancer>
 struct restored_epoch {
-    epoch_fields fields;
+    epoch_cursor cursor; // started: a batch of the epoch under way was handed out
+    epoch_draw draw;
     std::optional<Balancer> balancer;
     std::vector<std::size_t> drawn; // the epoch's indices drawn: those pushed, then the rest
     std::size_t pushed = 0;
     bool exhausted = false; // the inner sampler must have no index left this epoch
 };
 
-/// Writes a sampler's epoch: `drawn` holds the epoch's indices drawn, its first `pushed` pushed
-/// into the balancer whose state is `state`; then bcl_digest over all of these. O(drawn).
-template <class State>
-void write_epoch(::torch::serialize::OutputArchive& archive, const sampler_identity& id,
-                 const epoch_fields& f, const State& state, std::span<const std::size_t> drawn,
-                 std::size_t pushed) {
+/// Writes a balanced_sampler's archive: `inner`'s own archive, nested as "inner"; the header
+/// (balanced_sampler_format, `cursor`); the inner sampler's kind and the dataset size of `id`;
+/// the draw phase and level; `drawn`, the epoch's indices drawn, whose first `pushed` were
+/// pushed into the balancer whose state is `state`; that state and the indices it holds; and the
+/// seal. O(drawn). What the inner sampler's save() throws propagates.
+template <class Inner, class State>
+void write_balanced_archive(::torch::serialize::OutputArchive& archive, const Inner& inner,
+                            const sampler_identity& id, const epoch_cursor& cursor,
+                            const epoch_draw& draw, const State& state,
+                            std::span<const std::size_t> drawn, std::size_t pushed) {
+    ::torch::serialize::OutputArchive nested(archive.compilation_unit());
+    inner.save(nested);
+    archive.write("inner", nested);
     archive_writer out(archive);
     const auto one = [](std::int64_t v) { return std::array<std::int64_t, 1>{v}; };
-    out.int64s("bcl_format", one(sampler_format));
+    write_header(out, balanced_sampler_format, cursor);
     out.bytes("bcl_inner_kind", id.kind);
     out.int64s("bcl_dataset_size", one(id.dataset_size ? std::int64_t(*id.dataset_size) : -1));
-    out.int64s("bcl_epoch",
-               std::array<std::int64_t, 3>{std::int64_t(f.epoch), f.handed_out, f.epoch_set});
-    out.int64s("bcl_draw", one(std::int64_t(f.draw)));
-    out.real("bcl_mean_cost", f.level);
+    out.int64s("bcl_draw", one(std::int64_t(draw.phase)));
+    out.real("bcl_mean_cost", draw.level);
     out.indices("bcl_pushed", drawn.first(pushed));
     out.indices("bcl_staged", drawn.subspan(pushed));
     out.indices("bcl_pending", state.pending);
     out.bytes("bcl_balancer_state", state.to_bytes());
-    out.seal("bcl_digest");
+    write_seal(out);
 }
 
 /// `f()`, whose bcl::error is rethrown naming the archive's `fields`.
@@ -101,61 +103,41 @@ auto reworded(archive_reader& in, const std::string& fields, F&& f) {
     }
 }
 
-/// Refuses an archive of another format, by name: formats 1 and 2 cannot be checked.
-inline void check_format(archive_reader& in) {
-    if (in.peek_type("bcl_format") == ::torch::kUInt8)
-        in.fail("bcl_format is that of a bcl::torch::distributed_balanced_sampler, not of a "
-                "bcl::torch::balanced_sampler");
-    const std::vector<std::int64_t> f = in.int64s("bcl_format");
-    const std::string text = f.size() == 1 ? std::to_string(f[0]) : "not one value";
-    if (f.size() == 1 && (f[0] == 1 || f[0] == 2))
-        in.fail("bcl_format is " + text +
-                ": it was written by an earlier bcl, whose archives cannot be verified (they hold "
-                "neither the epoch's pushed indices nor a digest), so it is not loaded; start the "
-                "epoch it was saved in over instead (set_epoch(), then reset())");
-    if (f.size() != 1 || f[0] != sampler_format)
-        in.fail("bcl_format is " + text + ", not " + std::to_string(sampler_format) +
-                " (not saved by this sampler)");
-}
-
-/// Reads the epoch's flags and draw phase, and checks them and its level against the options:
-/// the fixed options::mean_cost (drawn in bulk), or with mean_cost 0 the epoch's mean once drawn
-/// and 0 before.
-inline epoch_fields read_epoch_fields(archive_reader& in, const bcl::options& opt) {
-    const std::vector<std::int64_t> e = in.int64s("bcl_epoch");
-    const auto flag = [](std::int64_t v) { return v == 0 || v == 1; };
-    if (e.size() != 3 || e[0] < 0 || !flag(e[1]) || !flag(e[2]))
-        in.fail("bcl_epoch is not an epoch and two flags of 0 or 1");
-    const std::int64_t draw = in.int64("bcl_draw");
-    if (draw < 0 || draw > 2) in.fail("bcl_draw is " + std::to_string(draw) + ", not 0, 1 or 2");
-    epoch_fields f{static_cast<std::size_t>(e[0]), e[1] != 0, e[2] != 0,
-                   static_cast<draw_phase>(draw), in.real("bcl_mean_cost")};
+/// Reads the draw phase and level, and checks them against the options: the fixed
+/// options::mean_cost (drawn in bulk), or with mean_cost 0 the epoch's mean once drawn and 0
+/// before.
+inline epoch_draw read_draw(archive_reader& in, const bcl::options& opt) {
+    const std::int64_t phase = in.int64("bcl_draw");
+    if (phase < 0 || phase > 2) in.fail("bcl_draw is " + std::to_string(phase) + ", not 0, 1 or 2");
+    const epoch_draw d{static_cast<draw_phase>(phase), in.real("bcl_mean_cost")};
     const auto text = [](double x) { return bcl::detail::number_text(x); };
-    if (!(f.level >= 0.0 && f.level <= bcl::max_estimate) ||
-        (f.draw == draw_phase::bulk && f.level == 0.0))
-        in.fail("bcl_mean_cost is " + text(f.level) + ", not a mean cost its bcl_draw allows");
-    const double saved = f.draw == draw_phase::bulk ? f.level : 0.0;
+    if (!(d.level >= 0.0 && d.level <= bcl::max_estimate) ||
+        (d.phase == draw_phase::bulk && d.level == 0.0))
+        in.fail("bcl_mean_cost is " + text(d.level) + ", not a mean cost its bcl_draw allows");
+    const double saved = d.phase == draw_phase::bulk ? d.level : 0.0;
     if (saved != opt.mean_cost)
         in.fail("bcl_draw and bcl_mean_cost are those of a sampler whose options::mean_cost is " +
                 text(saved) + ", but this one's is " + text(opt.mean_cost));
-    if (f.draw == draw_phase::pending && f.level != 0.0)
+    if (d.phase == draw_phase::pending && d.level != 0.0)
         in.fail("bcl_draw says the epoch is not drawn yet, but its bcl_mean_cost is " +
-                text(f.level) + ", not 0");
-    return f;
+                text(d.level) + ", not 0");
+    return d;
 }
 
-/// Reads back what write_epoch wrote (but the digest: in.check_seal, once all is checked) and
-/// checks every field: the format; the inner sampler's kind and the dataset size against `id`;
-/// the epoch's flags, draw phase and level against `id.options`; every index non-negative and
-/// within a known dataset size; the balancer's state (consistent, saved with the same options,
-/// the level included); that it continues bcl_pushed (check_index_epoch: its position, and each
-/// pending index the epoch's index at the arrival position the balancer records for it); the
-/// draw phase and the flags against the balancer. Throws bcl::error naming the field otherwise.
-/// Makes the epoch's balancer, with `cost`. O(drawn).
+/// Reads back what write_balanced_archive wrote but the inner sampler and the seal (load_inner
+/// reads both, once all else is checked) and checks every field: the header (read_header: the
+/// format, the epoch cursor); the inner sampler's kind and the dataset size against `id`; the
+/// draw phase and level against `id.options`; every index non-negative and within a known
+/// dataset size; the balancer's state (consistent, saved with the same options, the level
+/// included); that it continues bcl_pushed (check_index_epoch: its position, and each pending
+/// index the epoch's index at the arrival position the balancer records for it); the draw phase
+/// and the cursor's started flag against the balancer. Throws bcl::error naming the field
+/// otherwise. Makes the epoch's balancer, with `cost`. O(drawn).
 template <class Balancer, class Estimator>
-restored_epoch<Balancer> read_epoch(archive_reader& in, const sampler_identity& id,
-                                    const Estimator& cost) {
-    check_format(in);
+restored_epoch<Balancer> read_balanced_archive(archive_reader& in, const sampler_identity& id,
+                                               const Estimator& cost) {
+    restored_epoch<Balancer> r;
+    r.cursor = read_header(in, balanced_sampler_format);
     if (const std::string kind = in.bytes("bcl_inner_kind"); kind != id.kind)
         in.fail("bcl_inner_kind is \"" + kind + "\", but this sampler's inner sampler is " +
                 id.kind);
@@ -164,8 +146,7 @@ restored_epoch<Balancer> read_epoch(archive_reader& in, const sampler_identity& 
         saved < -1 || (saved >= 0 && size && static_cast<std::uint64_t>(saved) != *size))
         in.fail("bcl_dataset_size is " + std::to_string(saved) +
                 ", but this sampler's dataset size is " + (size ? std::to_string(*size) : "?"));
-    restored_epoch<Balancer> r;
-    r.fields = read_epoch_fields(in, id.options);
+    r.draw = read_draw(in, id.options);
     r.drawn = checked_indices(in.who(), "bcl_pushed", in.int64s("bcl_pushed"), size);
     r.pushed = r.drawn.size();
     const std::vector<std::size_t> rest =
@@ -177,26 +158,26 @@ restored_epoch<Balancer> read_epoch(archive_reader& in, const sampler_identity& 
     auto state = reworded(in, "bcl_balancer_state and bcl_pending",
                           [&] { return Balancer::state::from_bytes(bytes, std::move(pending)); });
     const bcl::detail::balancer_snapshot& s = state.snapshot;
-    if (s.opt.mean_cost != r.fields.level)
-        in.fail("bcl_mean_cost is " + bcl::detail::number_text(r.fields.level) +
+    if (s.opt.mean_cost != r.draw.level)
+        in.fail("bcl_mean_cost is " + bcl::detail::number_text(r.draw.level) +
                 ", but its balancer (bcl_balancer_state) aims at " +
                 bcl::detail::number_text(s.opt.mean_cost));
     bcl::detail::check_index_epoch<std::size_t>(
         in.who() + ": the archive's bcl_pushed and bcl_pending do not continue its epoch", s,
         state.pending, std::span<const std::size_t>(r.drawn).first(r.pushed), size);
-    if (r.fields.draw == draw_phase::pending && (r.pushed != 0 || s.finished))
+    if (r.draw.phase == draw_phase::pending && (r.pushed != 0 || s.finished))
         in.fail("bcl_draw says the epoch is not drawn yet, but its balancer has taken " +
                 std::to_string(r.pushed) + " indices" + (s.finished ? " and finished" : ""));
     if (s.finished && !rest.empty())
         in.fail("bcl_staged holds " + std::to_string(rest.size()) +
                 " indices not yet pushed, but its balancer has finished the epoch");
-    if (r.fields.handed_out != (s.stats.batches != 0))
-        in.fail("bcl_epoch says " + std::string(r.fields.handed_out ? "a" : "no") +
+    if (r.cursor.started() != (s.stats.batches != 0))
+        in.fail("bcl_epoch says " + std::string(r.cursor.started() ? "a" : "no") +
                 " batch was handed out, but its balancer has handed out " +
                 std::to_string(s.stats.batches));
-    r.exhausted = r.fields.draw == draw_phase::whole || s.finished;
+    r.exhausted = r.draw.phase == draw_phase::whole || s.finished;
     bcl::options opt = id.options;
-    opt.mean_cost = r.fields.level;
+    opt.mean_cost = r.draw.level;
     reworded(in, "bcl_balancer_state", [&] {
         r.balancer.emplace(cost, opt, std::move(state));
         return 0;
@@ -206,14 +187,14 @@ restored_epoch<Balancer> read_epoch(archive_reader& in, const sampler_identity& 
 
 /// The checks that need the inner sampler loaded from `nested`, for libtorch's stock samplers:
 /// a DistributedRandomSampler's epoch (which its load() restores, and which orders its indices) is
-/// the archive's, unless set_epoch() was called since the epoch began; and the inner sampler
-/// handed out exactly the epoch's drawn indices (check_handed_out).
+/// the archive's epoch under way; and the inner sampler handed out exactly the epoch's drawn
+/// indices (check_handed_out).
 template <class Inner, class Balancer>
 void check_inner(archive_reader& in, Inner& inner, ::torch::serialize::InputArchive& nested,
                  const restored_epoch<Balancer>& r, std::optional<std::size_t> dataset_size) {
     if constexpr (std::same_as<Inner, samplers::DistributedRandomSampler>)
-        if (!r.fields.epoch_set && inner.epoch() != r.fields.epoch)
-            in.fail("bcl_epoch is " + std::to_string(r.fields.epoch) +
+        if (inner.epoch() != r.cursor.current())
+            in.fail("bcl_epoch is " + std::to_string(r.cursor.current()) +
                     ", but its inner sampler's epoch is " + std::to_string(inner.epoch()));
     if constexpr (stock_sampler<Inner>) {
         const std::span<const std::size_t> drawn(r.drawn);
@@ -222,8 +203,8 @@ void check_inner(archive_reader& in, Inner& inner, ::torch::serialize::InputArch
     }
 }
 
-/// The inner sampler's part of load(), and the digest's: loads `target` from the archive's
-/// nested "inner", runs check_inner, and checks the digest of every field `in` has read. A
+/// The inner sampler's part of load(), and the seal's: loads `target` from the archive's nested
+/// "inner", runs check_inner, and checks the seal (the digest of every field `in` has read). A
 /// sampler that can be copied and assigned is loaded into a detached_copy, which replaces
 /// `target` only once every check passed (by move assignment, which no libtorch sampler's
 /// throws), so on an exception `target` is unchanged. Another is loaded in place, after the
@@ -247,10 +228,10 @@ void load_inner(archive_reader& in, ::torch::serialize::InputArchive& archive, I
     if constexpr (std::copy_constructible<Inner> && std::is_move_assignable_v<Inner>) {
         Inner inner = detached_copy(target);
         load_checked(inner);
-        in.check_seal("bcl_digest");
+        check_seal(in);
         target = std::move(inner);
     } else {
-        in.check_seal("bcl_digest");
+        check_seal(in);
         load_checked(target);
     }
 }

@@ -1,7 +1,7 @@
 // bcl::torch::balanced_sampler: the README's contract through libtorch's data loader, epochs,
 // each epoch's balancer at the epoch's own mean cost, exact resume through libtorch archives (and
 // the refusal of those of earlier formats), and bad input as clear errors. What load() checks
-// in an archive is archive_checks_test.cpp's.
+// in an archive is archive_checks.test.cpp's.
 
 #include "sampler_support.hpp"
 
@@ -294,6 +294,20 @@ TEST_CASE("torch: an epoch of 2^63 or more is refused where it enters, changing 
     REQUIRE(sampler.epoch() == (std::size_t{1} << 63) - 1);
 }
 
+TEST_CASE("torch: an inner sampler at an epoch of 2^63 or more is refused at construction",
+          "[torch][epoch]") {
+    const std::vector<std::size_t> lengths = make_lengths(40);
+    DistributedRandomSampler inner(40, 2, 1);
+    inner.set_epoch(std::size_t{1} << 63);
+    REQUIRE_THROWS_WITH(bcl::torch::balanced_sampler(inner, length_cost(lengths),
+                                                     bcl::options{.batch_size = 4, .lookahead = 2}),
+                        Contains("the inner sampler's epoch must be below 2^63"));
+    inner.set_epoch((std::size_t{1} << 63) - 1);
+    const bcl::torch::balanced_sampler largest(inner, length_cost(lengths),
+                                               bcl::options{.batch_size = 4, .lookahead = 2});
+    REQUIRE(largest.epoch() == (std::size_t{1} << 63) - 1);
+}
+
 TEST_CASE("torch: epochs: reset() starts the next epoch and reaches the inner sampler; "
           "set_epoch() chooses the epoch the next reset() starts",
           "[torch][epoch]") {
@@ -521,9 +535,10 @@ TEST_CASE("torch: load() refuses an archive saved under other options, or by ano
 
     // Another bcl_format (a later one, say) is refused by name.
     torch::serialize::OutputArchive later;
-    later.write("bcl_format", int64_values({4}), /*is_buffer=*/true);
+    later.write("bcl_format", byte_values("bcl::torch::balanced_sampler/5"), /*is_buffer=*/true);
     REQUIRE_THROWS_WITH(at_mean.load(*archive(archive_bytes(later))),
-                        Contains("bcl_format is 4, not 3"));
+                        Contains("bcl_format is \"bcl::torch::balanced_sampler/5\", not "
+                                 "\"bcl::torch::balanced_sampler/4\""));
 
     // An archive of libtorch's own sampler has none of the balancer's state.
     DistributedRandomSampler plain(n);

@@ -207,9 +207,17 @@ TEST_CASE("torch archive checks: the tamper matrix: every altered field is a bcl
         epoch[0] += 1;
         refused_with("bcl_epoch", epoch, {"bcl_epoch is 1", "inner sampler's epoch is 0"});
     }
+    SECTION("another epoch under way in bcl_epoch, with a set_epoch() choice too") {
+        refused_with("bcl_epoch", {1, 1, 1, 1}, {"bcl_epoch is 1", "inner sampler's epoch is 0"});
+    }
     SECTION("bcl_epoch says no batch was handed out") {
-        parts.set("bcl_epoch", {0, 0, 0});
+        parts.set("bcl_epoch", {0, 0, 0, 0});
         refused({"bcl_epoch", "handed out 9"});
+    }
+    SECTION("bcl_epoch malformed: the three values of format 3, a flag of 2, a negative epoch") {
+        const int64s epoch = GENERATE(int64s{0, 1, 0}, int64s{0, 2, 0, 0}, int64s{-1, 1, 0, 0},
+                                      int64s{0, 1, 0, 4}, int64s{0, 1, 1, -3});
+        refused_with("bcl_epoch", epoch, {"bcl_epoch is not an epoch"});
     }
     SECTION("bcl_draw says another draw phase") {
         parts.set("bcl_draw", {mean_cost > 0.0 ? 1 : 0});
@@ -238,7 +246,7 @@ TEST_CASE("torch archive checks: the tamper matrix: every altered field is a bcl
     }
     SECTION("the set_epoch flag flipped: only the digest catches it; resealed, only the epoch the "
             "next reset() starts is changed") {
-        parts.set("bcl_epoch", {0, 1, 1});
+        parts.set("bcl_epoch", {0, 1, 1, 0});
         if (!reseal) {
             refused({"bcl_digest"});
         } else {

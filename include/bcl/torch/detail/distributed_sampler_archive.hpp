@@ -1,0 +1,155 @@
+#pragma once
+// The archive of a bcl::torch::distributed_balanced_sampler (format
+// "bcl::torch::distributed_balanced_sampler/2"): the header every sampler archive starts with
+// (detail/archive_header.hpp), every setting, a digest of the cost table, the batches handed out
+// and the epoch's plan digest, and the seal; and how load() reads it back, each field checked by
+// its type and against the sampler it is loaded into before anything is kept. Needs libtorch's
+// C++ API on the include path; without it this header is empty.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/detail/number_text.hpp>
+#include <bcl/global_plan.hpp>
+#include <bcl/torch/detail/archive.hpp>
+#include <bcl/torch/detail/archive_header.hpp>
+#include <bcl/torch/detail/epoch_cursor.hpp>
+
+#if __has_include(<torch/serialize/archive.h>)
+
+#include <torch/serialize/archive.h>
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bcl::torch::detail {
+
+/// What an archive must match: the distributed sampler it is loaded into, as it was constructed.
+struct distributed_identity {
+    std::size_t dataset_size = 0; // the cost table's size
+    std::size_t num_replicas = 0;
+    std::size_t rank = 0;
+    std::size_t batch_size = 0;
+    std::size_t lookahead = 0;
+    bool shuffle = true;
+    std::uint64_t seed = 0;
+    bool drop_last = false;
+    bcl::plan_options plan{};
+    std::uint64_t costs_digest = 0; // bcl::cost_table_digest of the cost table
+    std::size_t batches = 0;        // per epoch and rank (bcl::epoch_layout::batches)
+};
+
+/// Where a distributed sampler stands: its epoch, the batches of the epoch under way handed
+/// out, and that epoch's plan digest once it is planned.
+struct distributed_position {
+    epoch_cursor cursor; // started: next() was called in the epoch under way
+    std::size_t position = 0;
+    std::optional<std::uint64_t> plan_digest;
+};
+
+/// A setting saved as one 64-bit field, compared bit for bit on load.
+struct distributed_setting {
+    const char* key;  // the archive's field
+    const char* name; // the setting's name in messages
+    std::uint64_t value;
+};
+
+/// The settings of `id` saved one field each (the cap, a double, is saved apart).
+[[nodiscard]] inline std::array<distributed_setting, 11>
+distributed_settings(const distributed_identity& id) noexcept {
+    return {
+        {{"bcl_dataset_size", "dataset size", id.dataset_size},
+         {"bcl_num_replicas", "num_replicas", id.num_replicas},
+         {"bcl_rank", "rank", id.rank},
+         {"bcl_batch_size", "batch size", id.batch_size},
+         {"bcl_lookahead", "lookahead", id.lookahead},
+         {"bcl_shuffle", "shuffle", id.shuffle ? 1U : 0U},
+         {"bcl_seed", "seed", id.seed},
+         {"bcl_drop_last", "drop_last", id.drop_last ? 1U : 0U},
+         {"bcl_batching", "plan_options::batching", static_cast<std::uint64_t>(id.plan.batching)},
+         {"bcl_level_steps", "plan_options::level_steps", id.plan.level_steps ? 1U : 0U},
+         {"bcl_costs", "cost table's digest", id.costs_digest}}};
+}
+
+/// Writes a distributed sampler's archive: the header (distributed_sampler_format, `at.cursor`),
+/// every setting of `id` (bcl_dataset_size ... bcl_level_steps, bcl_costs, bcl_cap), the
+/// position, the plan digest (no value if the epoch is not planned), and the seal. O(1).
+inline void write_distributed_archive(::torch::serialize::OutputArchive& archive,
+                                      const distributed_identity& id,
+                                      const distributed_position& at) {
+    archive_writer out(archive);
+    const auto one = [](std::uint64_t v) {
+        return std::array<std::int64_t, 1>{std::bit_cast<std::int64_t>(v)};
+    };
+    write_header(out, distributed_sampler_format, at.cursor);
+    for (const distributed_setting& s : distributed_settings(id)) out.int64s(s.key, one(s.value));
+    out.real("bcl_cap", id.plan.cap);
+    out.int64s("bcl_position", one(at.position));
+    if (at.plan_digest)
+        out.int64s("bcl_plan_digest", one(*at.plan_digest));
+    else
+        out.int64s("bcl_plan_digest", {});
+    write_seal(out);
+}
+
+/// Reads back what write_distributed_archive wrote and checks every field: the header
+/// (read_header: the format, the epoch cursor); each setting and the cap against `id`, bit for
+/// bit (the message names the field and both values); the position (0 to id.batches, and 0
+/// unless the epoch started); the plan digest (none or one, there once the epoch started, and
+/// equal to `plan(epoch)`, the digest of this sampler's plan of the epoch under way, called only
+/// if the archive has one); and last the seal. Throws bcl::error naming the field otherwise.
+/// O(1) plus `plan`.
+template <class Plan>
+[[nodiscard]] distributed_position
+read_distributed_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
+    distributed_position at;
+    at.cursor = read_header(in, distributed_sampler_format);
+    for (const distributed_setting& s : distributed_settings(id)) {
+        const std::string key = s.key;
+        const auto saved = std::bit_cast<std::uint64_t>(in.int64(key));
+        if (saved != s.value)
+            in.fail(key + " is " + std::to_string(saved) + ", but this sampler's " + s.name +
+                    " is " + std::to_string(s.value) +
+                    (key == "bcl_costs" ? " (the cost table differs from the saved run's)" : ""));
+    }
+    if (const double cap = in.real("bcl_cap");
+        std::bit_cast<std::uint64_t>(cap) != std::bit_cast<std::uint64_t>(id.plan.cap))
+        in.fail("bcl_cap is " + bcl::detail::number_text(cap) +
+                ", but this sampler's plan_options::cap is " +
+                bcl::detail::number_text(id.plan.cap));
+    const std::int64_t position = in.int64("bcl_position");
+    if (position < 0 || static_cast<std::uint64_t>(position) > id.batches)
+        in.fail("bcl_position is " + std::to_string(position) + ", outside the epoch's 0 to " +
+                std::to_string(id.batches) + " batches");
+    at.position = static_cast<std::size_t>(position);
+    if (position > 0 && !at.cursor.started())
+        in.fail("bcl_epoch says the epoch has not started, but bcl_position says " +
+                std::to_string(position) + " batches were handed out");
+    const std::vector<std::int64_t> plan_digest = in.int64s("bcl_plan_digest");
+    if (plan_digest.size() > 1)
+        in.fail("bcl_plan_digest has " + std::to_string(plan_digest.size()) +
+                " values, not 0 or 1");
+    if (plan_digest.empty() && at.cursor.started())
+        in.fail("bcl_plan_digest is empty (the epoch not planned), but bcl_epoch says the "
+                "epoch has started (bcl_position: " +
+                std::to_string(position) + " batches handed out)");
+    if (!plan_digest.empty()) {
+        const std::size_t epoch = at.cursor.current();
+        at.plan_digest = std::bit_cast<std::uint64_t>(plan_digest[0]);
+        if (*at.plan_digest != plan(epoch))
+            in.fail("bcl_plan_digest does not match this sampler's plan of epoch " +
+                    std::to_string(epoch) + " (bcl_epoch): the costs, the settings or the " +
+                    "planner differ from the saved run's, and its batches would not continue "
+                    "the saved epoch's");
+    }
+    check_seal(in);
+    return at;
+}
+
+} // namespace bcl::torch::detail
+
+#endif

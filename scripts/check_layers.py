@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The layering rule of include/bcl (docs/design.md, "Layers"): a header includes only headers of
-its own layer or lower ones, and the component folders of one layer include none of each other.
-Prints every include that breaks it and exits non-zero."""
+"""The layering rule of the tree (docs/design.md, "Layers" and "Seams"): a header of include/bcl
+includes only headers of its own layer or lower ones, and the component folders of one layer
+include none of each other; outside include/, the adapters, tools and examples reach into
+bcl::detail only through the documented seams. Prints every use that breaks it and exits
+non-zero."""
 import pathlib
 import re
 import sys
@@ -53,5 +55,51 @@ for header in sorted(ROOT.glob("bcl/**/*.hpp")):
               folder(path).split("/")[0] != folder(target).split("/")[0]):
             problems.append(f"{path}:{line_number}: {name} folder {folder(path)} includes its "
                             f"sibling {target}")
-print("\n".join(problems) if problems else "== layers: no header includes one above it")
+
+# Outside include/: the adapters (python/src), the tools (bench/) and the examples use the public
+# surface only, but for the seams into bcl::detail that docs/design.md ("Seams") documents, each
+# with its reason. tests/ and fuzz/ are white-box and may use anything.
+TREE = ROOT.parent
+SEAMS = {
+    # Restoring a balancer whose records are indices or stream positions: its saved pending
+    # records checked against the epoch they come from (the libtorch sampler does the same).
+    "python/src/": {"bcl/detail/state/index_epoch_check.hpp", "bcl::detail::check_index_epoch",
+                    "bcl::detail::balancer_snapshot",
+                    # Numbers in messages spelt as the library spells them.
+                    "bcl/detail/number_text.hpp", "bcl::detail::number_text"},
+    # Micro-benchmarks of the library's internal parts: the partitioners it keeps as baselines
+    # and the memory repair.
+    "bench/bcl_bench.cpp": {
+        "bcl::detail::lpt_partitioner", "bcl::detail::karmarkar_karp_partitioner",
+        "bcl::detail::snake_partitioner", "bcl::detail::refined",
+        "bcl/detail/split/memory/memory_repair.hpp", "bcl::detail::memory_repair",
+    },
+    # The simulator caps the baselines' records by the balancer's own rule, so that a capped run
+    # compares like with like.
+    "bench/sim/cost_and_cap.hpp": {
+        "bcl/detail/intake/outlier_cap.hpp", "bcl::detail::outlier_cap",
+    },
+}
+OUTSIDE = ["python/src", "bench", "examples"]
+DETAIL_USE = re.compile(r"<(bcl/detail/[a-z_/]+\.hpp)>|(bcl::detail::[a-z_]+)")
+
+
+def allowed(path):
+    return set().union(*(names for prefix, names in SEAMS.items() if path.startswith(prefix)))
+
+
+for folder_name in OUTSIDE:
+    for source in sorted((TREE / folder_name).rglob("*")):
+        if source.suffix not in (".hpp", ".cpp", ".h") or "/tests/" in source.as_posix():
+            continue
+        path = source.relative_to(TREE).as_posix()
+        for line_number, line in enumerate(source.read_text().splitlines(), 1):
+            for m in DETAIL_USE.finditer(line):
+                used = m.group(1) or m.group(2)
+                if used not in allowed(path):
+                    problems.append(f"{path}:{line_number}: uses {used}, which is no documented "
+                                    "seam into bcl::detail (docs/design.md, \"Seams\")")
+
+print("\n".join(problems) if problems else
+      "== layers: no header includes one above it; outside include/, only the documented seams")
 sys.exit(1 if problems else 0)

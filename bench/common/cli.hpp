@@ -6,6 +6,7 @@
 #include "input.hpp"
 
 #include <bcl/error.hpp>
+#include <bcl/names.hpp>
 #include <bcl/options.hpp>
 #include <bcl/validate.hpp>
 
@@ -109,6 +110,14 @@ inline CLI::Option* add_choice(CLI::App& app, const std::string& flag, std::stri
     return app.add_option(flag, value, description)
         ->check(CLI::IsMember(std::move(choices)))
         ->capture_default_str();
+}
+
+/// The names of an options enum's values, as the library's registry gives them (bcl/names.hpp):
+/// the choices of a flag that sets one.
+template <class Enum>
+[[nodiscard]] std::vector<std::string> choices_of() {
+    const auto names = bcl::names_of<Enum>();
+    return {names.begin(), names.end()};
 }
 
 /// --format, one of `formats`.

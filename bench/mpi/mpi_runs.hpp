@@ -8,6 +8,7 @@
 #include <bcl/calibrated_cost.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/names.hpp>
 #include <bcl/options.hpp>
 
 #include <CLI/CLI.hpp>
@@ -258,14 +259,16 @@ inline rank_run run_global(const rank_setup& setup, const timing& t) {
     return out;
 }
 
+/// The library policy a rank-local row runs: its name without `_shuffled`, looked up in the
+/// library's registry (a bcl::error for a name it does not know).
 inline bcl::lookahead_policy to_bcl_policy(std::string_view name) {
-    return name.starts_with("sliding") ? bcl::lookahead_policy::sliding
-                                       : bcl::lookahead_policy::tumbling;
+    if (name.ends_with(shuffled_suffix)) name.remove_suffix(shuffled_suffix.size());
+    return bcl::named<bcl::lookahead_policy>(name);
 }
 
 inline bcl::emission_order to_emission(std::string_view name, const bench_config& cfg) {
-    return name.ends_with("_shuffled") ? bcl::emission_order::shuffled
-                                       : bcl_sim::parse_emission(cfg.emission_text);
+    return name.ends_with(shuffled_suffix) ? bcl::emission_order::shuffled
+                                           : bcl_sim::parse_emission(cfg.emission_text);
 }
 
 /// Collective: one policy's run on every rank, its checks and, on rank 0, its report (the

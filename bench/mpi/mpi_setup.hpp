@@ -9,10 +9,12 @@
 #include <bcl/balance.hpp>
 #include <bcl/calibrated_cost.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/names.hpp>
 #include <bcl/options.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
@@ -41,12 +43,26 @@ using clock_type = std::chrono::steady_clock;
 
 constexpr std::string_view program = "bcl-mpi-bench";
 
-/// The policies this bench runs: the reference, bcl's two rank-local policies and the global
-/// plan. The rank-local rows run with --emission; a `_shuffled` row runs with emission shuffled,
-/// so one run can measure what costliest-first emission buys against the same records. `global`
-/// emits in the plan's order (heaviest step first).
-constexpr std::string_view known_policies[] = {
-    "none", "tumbling", "sliding", "tumbling_shuffled", "sliding_shuffled", "global"};
+/// The suffix of a rank-local row that runs with emission shuffled, so one run can measure what
+/// costliest-first emission buys against the same records.
+constexpr std::string_view shuffled_suffix = "_shuffled";
+
+/// The policies this bench runs: the reference, each of bcl's rank-local policies (by the names
+/// the library's registry gives them, bcl/names.hpp) with and without `_shuffled`, and the global
+/// plan. The rank-local rows run with --emission; `global` emits in the plan's order (heaviest
+/// step first).
+inline const std::vector<std::string>& known_policies() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out{"none"};
+        for (const std::string_view p : bcl::names_of<bcl::lookahead_policy>()) {
+            out.emplace_back(p);
+            out.push_back(std::string(p) + std::string(shuffled_suffix));
+        }
+        out.emplace_back("global");
+        return out;
+    }();
+    return names;
+}
 
 /// Most --rounds: the median of a thousand rounds is as steady as it gets.
 constexpr std::uint64_t max_rounds = 1000;
@@ -185,12 +201,11 @@ private:
 inline std::vector<std::string> parse_policy_list(std::string_view text) {
     std::vector<std::string> out{"none"}; // the reference always runs, first
     for (std::string& name : bcl_cli::split_names(text, "--policy")) {
-        if (std::find(std::begin(known_policies), std::end(known_policies), name) ==
-            std::end(known_policies))
-            throw bcl_sim::input_error(fmt::format(
-                "--policy: unknown policy '{}' (expected some of none, tumbling, sliding, "
-                "tumbling_shuffled, sliding_shuffled, global)",
-                name));
+        const std::vector<std::string>& known = known_policies();
+        if (std::find(known.begin(), known.end(), name) == known.end())
+            throw bcl_sim::input_error(
+                fmt::format("--policy: unknown policy '{}' (expected some of {})", name,
+                            fmt::join(known, ", ")));
         if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
     }
     return out;
@@ -336,7 +351,7 @@ inline setup_status local_setup(int argc, char** argv, int rank, int ranks, rank
                         {"poll", "block"});
     bcl_cli::add_choice(app, "--emission", cfg.emission_text,
                         "order in which the tumbling and sliding rows emit a round's batches",
-                        {"costliest_first", "shuffled"});
+                        bcl_cli::choices_of<bcl::emission_order>());
     app.add_option("--true-cost", cfg.true_cost_text,
                    "what a record truly costs, affine:a=..,b=..,c=.. as --cost takes it (default: "
                    "the --cost model): ranks sleep for it, while the balancers estimate with "

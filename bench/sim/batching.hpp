@@ -4,10 +4,12 @@
 
 #include "input.hpp"
 
+#include <bcl/names.hpp>
 #include <bcl/options.hpp>
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string_view>
 
 namespace bcl_sim {
@@ -23,27 +25,30 @@ using batch_cost = bcl::batch_cost;
 using emission_order = bcl::emission_order;
 
 [[nodiscard]] inline std::string_view describe(batch_cost b) noexcept {
-    return b == batch_cost::padded ? "padded" : "packed";
+    return bcl::name_of(b);
 }
 
 [[nodiscard]] inline std::string_view describe(emission_order e) noexcept {
-    return e == emission_order::shuffled ? "shuffled" : "costliest_first";
+    return bcl::name_of(e);
+}
+
+/// The value of an options enum named `text` by the library's registry (bcl/names.hpp), for the
+/// flag `flag`. Throws input_error listing the names otherwise.
+template <class Enum>
+[[nodiscard]] Enum parse_choice(std::string_view flag, std::string_view text) {
+    if (const std::optional<Enum> value = bcl::find_named<Enum>(text)) return *value;
+    throw input_error(fmt::format("{} {}: unknown {} (expected one of {})", flag, text,
+                                  bcl::choice_names<Enum>::what, bcl::names_text<Enum>()));
 }
 
 /// Parses a --batching value: `packed` or `padded`. Throws input_error otherwise.
 [[nodiscard]] inline batch_cost parse_batching(std::string_view text) {
-    if (text == "packed") return batch_cost::packed;
-    if (text == "padded") return batch_cost::padded;
-    throw input_error(
-        fmt::format("--batching {}: unknown batching (expected packed or padded)", text));
+    return parse_choice<batch_cost>("--batching", text);
 }
 
 /// Parses an --emission value: `costliest_first` or `shuffled`. Throws input_error otherwise.
 [[nodiscard]] inline emission_order parse_emission(std::string_view text) {
-    if (text == "costliest_first") return emission_order::costliest_first;
-    if (text == "shuffled") return emission_order::shuffled;
-    throw input_error(fmt::format(
-        "--emission {}: unknown emission order (expected costliest_first or shuffled)", text));
+    return parse_choice<emission_order>("--emission", text);
 }
 
 } // namespace bcl_sim

@@ -8,6 +8,7 @@
 #include <bcl/balancer.hpp>
 #include <bcl/calibrated_cost.hpp>
 #include <bcl/error.hpp>
+#include <bcl/names.hpp>
 #include <bcl/options.hpp>
 #include <bcl/record_model.hpp>
 #include <bcl/statistics.hpp>
@@ -355,15 +356,16 @@ private:
     calibration_report m_report;            // calibrated runs only
 };
 
-/// tumbling or sliding: estimating with --cost, or calibrating from it under --calibrate.
-template <bcl::lookahead_policy Policy>
-[[nodiscard]] std::unique_ptr<policy_runner> make_bcl_runner(const sim_context& ctx) {
-    const std::string_view name = Policy == bcl::lookahead_policy::sliding ? "sliding" : "tumbling";
+/// A rank-local policy of the library (by its name there): estimating with --cost, or
+/// calibrating from it under --calibrate.
+[[nodiscard]] inline std::unique_ptr<policy_runner> make_bcl_runner(bcl::lookahead_policy policy,
+                                                                    const sim_context& ctx) {
+    const std::string_view name = bcl::name_of(policy);
     if (ctx.calibrate)
         return std::make_unique<bcl_local_runner<calibrated_sim_estimator>>(
-            name, ctx, bcl_estimate::calibrated, Policy);
+            name, ctx, bcl_estimate::calibrated, policy);
     return std::make_unique<bcl_local_runner<sim_estimator>>(name, ctx, bcl_estimate::given,
-                                                             Policy);
+                                                             policy);
 }
 
 /// sliding_true: sliding that estimates with the true cost in force (never calibrated), the

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
                         "clip: bcl balances on the capped estimate, records untouched (baselines "
                         "unaffected); truncate: records above the cap are cut to it, for every "
                         "policy",
-                        {"clip", "truncate"});
+                        bcl_cli::choices_of<bcl::cap_action>());
     app.add_option("--cap-prior", opt.cap_prior_text,
                    "the cap a quantile --cap uses until its warm-up ends: none (no cap until "
                    "then) | exact (the exact quantile of the workload's costs) | a length in "
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
                         "what a rank spends on a batch, for every policy: packed (the sum of its "
                         "records' costs) | padded (B times its costliest record's; mffd's bins "
                         "stay packed)",
-                        {"packed", "padded"});
+                        bcl_cli::choices_of<bcl::batch_cost>());
     app.add_option("--mean-cost", opt.mean_cost_text,
                    "the mean cost per record the bcl policies aim their batches at: running (each "
                    "rank's own running mean, bcl::options::mean_cost 0) | exact (the workload's "
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
                         {"carry", "fresh"});
     bcl_cli::add_choice(app, "--emission", opt.emission_text,
                         "order in which the bcl policies emit a round's batches",
-                        {"costliest_first", "shuffled"});
+                        bcl_cli::choices_of<bcl::emission_order>());
     bcl_cli::add_count(app, "--buffer-windows", cfg.buffer_windows,
                        "sliding: the buffer holds this many windows of K*B records per rank",
                        std::size_t{1} << 20);

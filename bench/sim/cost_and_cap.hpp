@@ -1,6 +1,7 @@
 #pragma once
 // The cost model, the outlier cap (--cap, --cap-action), truncation, and stream_cap.
 
+#include "batching.hpp"
 #include "input.hpp"
 #include "metrics.hpp"
 #include "workload.hpp"
@@ -126,10 +127,7 @@ struct cap_spec {
 
 /// Parses a --cap-action value: `clip` or `truncate`.
 [[nodiscard]] inline bcl::cap_action parse_cap_action(std::string_view text) {
-    if (text == "clip") return bcl::cap_action::clip;
-    if (text == "truncate") return bcl::cap_action::truncate;
-    throw input_error(
-        fmt::format("--cap-action {}: unknown action (expected clip or truncate)", text));
+    return parse_choice<bcl::cap_action>("--cap-action", text);
 }
 
 /// The bcl cap for a --cap and --cap-action under a cost model: a fixed cap of T tokens is the

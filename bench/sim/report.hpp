@@ -5,6 +5,8 @@
 #include "json_output.hpp"
 #include "simulator.hpp"
 
+#include <bcl/names.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -102,9 +104,7 @@ inline nlohmann::ordered_json cap_json(const cli_options& opt, const sim_result&
     const bcl_sim::cap_spec& spec = opt.cfg.cap;
     const bcl::cap_options& cap = res.cap;
     nlohmann::ordered_json out = {{"spec", opt.cap_text},
-                                  {"kind", spec.kind == bcl::cap_kind::fixed      ? "fixed"
-                                           : spec.kind == bcl::cap_kind::quantile ? "quantile"
-                                                                                  : "none"},
+                                  {"kind", std::string(bcl::name_of(spec.kind))},
                                   {"action", std::string(bcl_sim::describe(cap.action))}};
     out["tokens"] = spec.kind == bcl::cap_kind::fixed ? nlohmann::ordered_json(spec.tokens)
                                                       : nlohmann::ordered_json(nullptr);

@@ -17,6 +17,7 @@
 #include "workload.hpp"
 
 #include <bcl/error.hpp>
+#include <bcl/names.hpp>
 #include <bcl/options.hpp>
 #include <bcl/validate.hpp>
 
@@ -45,10 +46,10 @@ namespace bcl_sim {
 // ---------------------------------------------------------------------------------------------
 
 struct policy_entry {
-    std::string_view name;
-    std::string_view models; ///< one line: what it stands for
+    std::string name;
+    std::string models; ///< one line: what it stands for
     /// Builds the runner. `ctx.source` is a fresh source for this policy.
-    std::unique_ptr<policy_runner> (*make)(const sim_context& ctx);
+    std::function<std::unique_ptr<policy_runner>(const sim_context& ctx)> make;
     /// Why the policy cannot run with this configuration, or nothing if it can.
     std::optional<std::string> (*skip)(const sim_config& cfg);
     /// Part of a run that names no policies; false: runs only when named.
@@ -93,35 +94,45 @@ template <bool LevelSteps>
 }
 
 [[nodiscard]] inline const std::vector<policy_entry>& policy_table() {
-    static const std::vector<policy_entry> table{
-        {"none", "fixed-count batches in sampler order (PyTorch DistributedSampler + DataLoader)",
-         make_baseline<none_runner>, never_skip, true},
-        {"length_grouped", "Hugging Face group_by_length: megabatches sorted by length",
-         make_baseline<length_grouped_runner>, never_skip, true},
-        {"mffd", "NeMo-RL sequence packing: pooled MFFD token bins dealt round-robin",
-         make_baseline<mffd_runner>, never_skip, true},
-        {"verl_kk",
-         "verl balance_batch: each step's R*B records split by Karmarkar-Karp into R groups of B "
-         "(needs cross-rank communication)",
-         make_baseline<verl_kk_runner>, never_skip, true},
-        {"global",
-         "bcl global plan: every rank computes the same plan of all ranks' K-step windows from "
-         "the shared cost table (bcl::global_planner; coordinated, no communication)",
-         make_global_runner<true>, skip_global, true},
-        {"global_flat",
-         "the global plan with bcl::plan_options::level_steps off: every pack dealt toward the "
-         "same mean (runs only when named)",
-         make_global_runner<false>, skip_global, false},
-        {"tumbling", "bcl tumbling windows, rank-local (bcl::balancer per rank)",
-         make_bcl_runner<bcl::lookahead_policy::tumbling>, never_skip, true},
-        {"sliding", "bcl sliding buffer toward the long-run mean, rank-local",
-         make_bcl_runner<bcl::lookahead_policy::sliding>, never_skip, true},
-        {"sliding_true",
-         "bcl sliding estimating with the true cost in force (--true-cost, --drift) instead of "
-         "--cost, never calibrated: what a calibrated sliding should approach (runs only when "
-         "named)",
-         make_sliding_true_runner, never_skip, false},
-    };
+    static const std::vector<policy_entry> table = [] {
+        std::vector<policy_entry> t{
+            {"none",
+             "fixed-count batches in sampler order (PyTorch DistributedSampler + DataLoader)",
+             make_baseline<none_runner>, never_skip, true},
+            {"length_grouped", "Hugging Face group_by_length: megabatches sorted by length",
+             make_baseline<length_grouped_runner>, never_skip, true},
+            {"mffd", "NeMo-RL sequence packing: pooled MFFD token bins dealt round-robin",
+             make_baseline<mffd_runner>, never_skip, true},
+            {"verl_kk",
+             "verl balance_batch: each step's R*B records split by Karmarkar-Karp into R groups "
+             "of B (needs cross-rank communication)",
+             make_baseline<verl_kk_runner>, never_skip, true},
+            {"global",
+             "bcl global plan: every rank computes the same plan of all ranks' K-step windows "
+             "from the shared cost table (bcl::global_planner; coordinated, no communication)",
+             make_global_runner<true>, skip_global, true},
+            {"global_flat",
+             "the global plan with bcl::plan_options::level_steps off: every pack dealt toward "
+             "the same mean (runs only when named)",
+             make_global_runner<false>, skip_global, false},
+        };
+        // The library's lookahead policies, each by the name and summary its component carries
+        // (bcl/names.hpp): a new policy runs here without an edit.
+        for (const std::string_view name : bcl::names_of<bcl::lookahead_policy>()) {
+            const bcl::lookahead_policy policy = bcl::named<bcl::lookahead_policy>(name);
+            t.push_back({std::string(name),
+                         "bcl " + std::string(name) + ", rank-local (bcl::balancer per rank): " +
+                             std::string(bcl::policy_summary(policy)),
+                         [policy](const sim_context& ctx) { return make_bcl_runner(policy, ctx); },
+                         never_skip, true});
+        }
+        t.push_back({"sliding_true",
+                     "bcl sliding estimating with the true cost in force (--true-cost, --drift) "
+                     "instead of --cost, never calibrated: what a calibrated sliding should "
+                     "approach (runs only when named)",
+                     make_sliding_true_runner, never_skip, false});
+        return t;
+    }();
     return table;
 }
 

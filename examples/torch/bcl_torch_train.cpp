@@ -31,6 +31,7 @@
 #include "metrics.hpp"
 
 #include <bcl/bcl.hpp>
+#include <bcl/names.hpp>
 #include <bcl/torch/balanced_sampler.hpp>
 #include <bcl/torch/distributed_balanced_sampler.hpp>
 
@@ -129,8 +130,9 @@ void check_settings(const settings& s) {
     need(s.heads >= 1 && s.d_model % s.heads == 0, "--d-model must be a multiple of --heads");
     need(s.layers >= 1 && s.vocab >= 2, "--layers must be >= 1 and --vocab >= 2");
     for (const std::string& p : s.policies)
-        need(p == "none" || p == "tumbling" || p == "sliding" || p == "global",
-             "--policy: '" + p + "' is not none, tumbling, sliding or global");
+        need(p == "none" || p == "global" || bcl::find_named<bcl::lookahead_policy>(p),
+             "--policy: '" + p + "' is not none, global or a lookahead policy (" +
+                 bcl::names_text<bcl::lookahead_policy>() + ")");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,8 +444,7 @@ std::unique_ptr<batch_stream> make_stream(const std::string& policy, const setti
     const bcl::options opt{.batch_size = s.batch,
                            .lookahead = s.lookahead,
                            .seed = s.seed,
-                           .policy = policy == "tumbling" ? bcl::lookahead_policy::tumbling
-                                                          : bcl::lookahead_policy::sliding};
+                           .policy = bcl::named<bcl::lookahead_policy>(policy)};
     using sampler_type = bcl::torch::balanced_sampler<cost_type, index_sampler>;
     return std::make_unique<loader_stream<sampler_type>>(
         dataset, sampler_type(std::move(inner), cost, opt), s.batch);

@@ -19,6 +19,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 
 namespace bcl {
 
@@ -83,6 +85,18 @@ template <class Enum>
     for (std::size_t i = 0; i < choice_names<Enum>::names.size(); ++i)
         if (choice_names<Enum>::names[i] == name) return static_cast<Enum>(i);
     return std::nullopt;
+}
+
+/// What lookahead policy `policy` does, in a line (its component's `summary`); "" for a value
+/// that names none. O(1), noexcept.
+[[nodiscard]] constexpr std::string_view policy_summary(lookahead_policy policy) noexcept {
+    constexpr auto summaries = []<std::size_t... I>(std::index_sequence<I...>) {
+        return std::array<std::string_view, sizeof...(I)>{
+            std::variant_alternative_t<I, detail::round_policy>::summary...};
+    }
+    (std::make_index_sequence<std::variant_size_v<detail::round_policy>>{});
+    const auto i = static_cast<std::size_t>(policy);
+    return i < summaries.size() ? summaries[i] : std::string_view{};
 }
 
 /// The names of Enum's values, comma-separated ("tumbling, sliding").

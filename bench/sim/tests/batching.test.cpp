@@ -139,7 +139,7 @@ TEST_CASE("sim: --batching and --emission parse", "[sim][batching][input]") {
     CHECK(bcl_sim::parse_batching("padded") == batch_cost::padded);
     CHECK_THROWS_AS(bcl_sim::parse_batching("pad"), bcl_sim::input_error);
     CHECK_THROWS_WITH(bcl_sim::parse_batching("Packed"),
-                      Catch::Contains("expected packed or padded"));
+                      Catch::Contains("expected one of packed, padded"));
     CHECK(bcl_sim::parse_emission("costliest_first") == bcl_sim::emission_order::costliest_first);
     CHECK(bcl_sim::parse_emission("shuffled") == bcl_sim::emission_order::shuffled);
     CHECK_THROWS_AS(bcl_sim::parse_emission("random"), bcl_sim::input_error);

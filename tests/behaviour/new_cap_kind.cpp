@@ -1,9 +1,10 @@
 // The worked example of docs/design.md ("Adding things"): built by scripts/check_worked_example.sh
 // against a copy of include/ with the document's diff applied, it checks that the new cap kind
-// (cap.value rounded up to a power of two, selected as cap_kind 3) is validated, caps records,
-// and survives a saved state, with nothing else changed. Exits non-zero on any failure.
+// (cap.value rounded up to a power of two) is known by its name, is validated, caps records, and
+// survives a saved state, with nothing else changed. Exits non-zero on any failure.
 
 #include <bcl/bcl.hpp>
+#include <bcl/names.hpp>
 
 #include <cstdio>
 #include <string>
@@ -16,7 +17,11 @@ int main() {
             ++failures;
         }
     };
-    const auto power_of_two = static_cast<bcl::cap_kind>(3);
+    const auto power_of_two = bcl::named<bcl::cap_kind>("power_of_two");
+    check(power_of_two == static_cast<bcl::cap_kind>(3), "the kind is the list's fourth");
+    check(bcl::name_of(power_of_two) == "power_of_two", "the kind is known by its name");
+    check(bcl::names_text<bcl::cap_kind>() == "none, fixed, quantile, power_of_two",
+          "tools list it with the others");
     bcl::options opt{.batch_size = 2, .lookahead = 2};
     opt.cap = {.kind = power_of_two, .value = 100.0};
     const auto cost = [](double x) { return x; };

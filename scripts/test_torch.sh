@@ -15,7 +15,7 @@ fi
 
 echo "== configure ($build/)"
 configure_log="$(cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DBCL_BUILD_BENCHMARKS=OFF -DBCL_BUILD_TORCH=ON 2>&1)" || { echo "$configure_log"; exit 1; }
+    -DBCL_BUILD_BENCHMARKS=ON -DBCL_BUILD_TORCH=ON 2>&1)" || { echo "$configure_log"; exit 1; }
 if ! grep -q "bcl: torch parts built" <<<"$configure_log"; then
     grep "bcl: torch parts" <<<"$configure_log" || true
     echo "== libtorch is not installed (Debian: libtorch-dev): the torch checks are skipped"

@@ -1,0 +1,518 @@
+#pragma once
+// Token-budget micro-batches: the records of a step (or of K steps) planned into micro-batches of
+// at most T tokens on each of R ranks, as many on every rank, heavy micro-batches lined up in the
+// same micro-steps across ranks; the same plan, bit for bit, on every rank, so each computes it
+// alone.
+
+#include <bcl/detail/config.hpp>
+
+#include <bcl/detail/random.hpp>
+#include <bcl/detail/tokens/cell_leveller.hpp>
+#include <bcl/detail/tokens/cell_packer.hpp>
+#include <bcl/detail/tokens/micro_layout.hpp>
+#include <bcl/detail/tokens/token_records.hpp>
+#include <bcl/error.hpp>
+#include <bcl/global_plan.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace bcl {
+
+/// The budget of a token plan. An aggregate:
+/// `bcl::token_budget{.ranks = 8, .max_tokens = 131072}`.
+struct token_budget {
+    std::size_t ranks = 0;        ///< R, data-parallel ranks
+    std::uint64_t max_tokens = 0; ///< T, the most tokens one micro-batch holds (at most 2^31)
+    std::size_t multiple_of = 1;  ///< m: every step's micro-batch count is a multiple of it
+};
+
+/// Settings of a token plan; every field's default is the strict plan.
+struct token_plan_options {
+    /// A record above max_tokens: false (the default) refuses it, naming its index; true gives it
+    /// a micro-batch of its own (the summary counts them: such a micro-batch is above T).
+    bool oversized_alone = false;
+    /// With groups: false (the default) keeps each group's records on one rank (in one step);
+    /// true also keeps them in one micro-batch (a group above max_tokens is then an error).
+    bool group_together = false;
+    /// A stream's window takes records up to this share of its token capacity (R * K * M * T):
+    /// 1 (the default) packs as many as fit; less leaves room that balance can use, at the price
+    /// of more micro-steps (docs/tokens.md measures the trade).
+    double max_fill = 1.0;
+};
+
+/// Where one record goes: the step of the plan (0 is the first), its micro-batch in that step
+/// (the micro-step: micro-batch j of every rank runs together) and the rank that trains it.
+struct micro_slot {
+    std::uint32_t step;
+    std::uint32_t micro;
+    std::uint32_t rank;
+
+    friend bool operator==(const micro_slot&, const micro_slot&) = default;
+};
+
+/// A digest of a token plan, as plan_digest of a fixed-size one: equal plans, equal digests on
+/// every platform; a plan that differs in one slot always has another; chainable. O(n), noexcept.
+[[nodiscard]] inline std::uint64_t token_plan_digest(std::span<const micro_slot> plan,
+                                                     std::uint64_t previous = 0) noexcept {
+    std::uint64_t h = detail::splitmix64(previous ^ 0x746f6b656e706c6eULL).next() ^ plan.size();
+    for (const micro_slot& s : plan) {
+        h ^= (std::uint64_t{s.step} << 32) | s.rank;
+        h *= 0xbf58476d1ce4e5b9ULL; // odd: a bijection
+        h ^= h >> 31;
+        h ^= s.micro;
+        h *= 0x94d049bb133111ebULL;
+        h ^= h >> 29;
+    }
+    return detail::splitmix64(h ^ plan.size()).next();
+}
+
+/// What a token plan achieved. Costs are in the plan's fixed-point units (cost_of() converts).
+struct token_plan_summary {
+    std::uint64_t digest = 0; ///< token_plan_digest of the plan
+    std::size_t records = 0;  ///< records planned (a stream window: those it took)
+    std::size_t ranks = 0;    ///< R
+    std::size_t steps = 0;    ///< steps of the plan
+    std::size_t micro_batches =
+        0;                       ///< M: micro-batches per rank in each step (but a last short one)
+    std::size_t micro_steps = 0; ///< micro-batches per rank in all: micro-steps
+    std::size_t micro_steps_bound = 0; ///< the fewest the tokens allow: ceil(tokens / (R*T))
+    std::uint64_t tokens = 0;          ///< the records' tokens
+    std::size_t oversized = 0;         ///< records above T, each alone in a micro-batch
+    double unit = 1.0;                 ///< cost units per fixed-point unit
+    std::uint64_t total = 0;           ///< the records' costs
+    std::uint64_t objective = 0;       ///< the sum over micro-steps of the dearest micro-batch
+    std::uint64_t heaviest = 0;        ///< the dearest micro-batch
+    /// No plan of these micro-steps has a smaller objective: the larger of total / R and the
+    /// dearest record. Weak where several records each outweigh a micro-batch's share.
+    std::uint64_t lower_bound = 0;
+
+    [[nodiscard]] double cost_of(std::uint64_t q) const noexcept {
+        return static_cast<double>(q) * unit;
+    }
+    /// total / (R * objective): the mean rank's time over the slowest rank's, per micro-step.
+    [[nodiscard]] double efficiency() const noexcept {
+        return objective == 0 ? 1.0
+                              : static_cast<double>(total) /
+                                    (static_cast<double>(ranks) * static_cast<double>(objective));
+    }
+};
+
+/// Plans token-budget micro-batches, keeping its scratch between plans.
+///
+/// The contract of every plan: every rank runs the same number of micro-batches in every step, a
+/// multiple of m (but a stream's last step, which holds what is left), none empty; every
+/// micro-batch holds at most T tokens (but one holding a single record above T, with
+/// oversized_alone); every record exactly once; the same plan, bit for bit, on every rank,
+/// compiler and flag (integers only after each cost is read once; ties to the lower index).
+///
+/// How: a step's micro-batches are cells of at most T tokens; a micro-step costs its dearest
+/// cell, so cells, dearest first, are cut into micro-steps of R (micro_layout). Two deals of the
+/// records into the cells are made, and the one with the smaller sum over micro-steps kept (ties:
+/// the first): LPT with the token capacity (each record, dearest first, to the cheapest cell with
+/// room; cell_packer), and levelled micro-steps (a record dearer than the mean cell leads a
+/// micro-step of the R dearest, whose other cells are filled up to it; cell_leveller). With K
+/// steps in one plan, records move between the steps (at most K-1) and ranks, which is what lines
+/// the heavy cells up: one step rarely holds R records that dear.
+class token_planner {
+public:
+    /// Plans `steps` held batches (K; 1 by default): the records are given (`tokens`, and
+    /// `costs` one per record or none for the default L + L^2/24576), each step gets M
+    /// micro-batches on every rank, M the smallest multiple of m with which the records fit
+    /// (and at least the token bound, ceil(tokens / (R*T*K))), and every record lands in one of
+    /// the K steps. `groups` (one id per record, or none): a group stays on one rank and in one
+    /// step (and in one micro-batch with group_together). Writes out[i] for record i.
+    ///
+    /// Throws bcl::error (prefixed with `who`), changing nothing, for R, T, m or K of 0, T above
+    /// 2^31, out, costs or groups of another length than tokens, no records, a record above T
+    /// (naming its index; unless oversized_alone), a group above T with group_together (naming
+    /// it), an invalid cost (naming its index), more than 2^30 records, and records too few or too
+    /// large to fill R micro-batches of a multiple of m in every step (naming the counts).
+    /// O(n log n) per micro-batch count tried; usually one or two are.
+    token_plan_summary plan_held(std::span<const std::uint64_t> tokens,
+                                 std::span<const double> costs,
+                                 std::span<const std::uint64_t> groups, const token_budget& budget,
+                                 std::size_t steps, const token_plan_options& opt,
+                                 std::span<micro_slot> out,
+                                 std::string_view who = "bcl::token_planner") {
+        check_budget(budget, steps, who);
+        const std::size_t n = tokens.size();
+        if (out.size() != n)
+            throw error(std::string(who) + ": the plan has " + std::to_string(out.size()) +
+                        " slots for " + std::to_string(n) + " records");
+        if (!groups.empty() && groups.size() != n)
+            throw error(std::string(who) + ": " + std::to_string(groups.size()) +
+                        " group ids for " + std::to_string(n) +
+                        " records; give one per record, "
+                        "or none");
+        if (n == 0) throw error(std::string(who) + ": no records to plan");
+        check_records_count(n, who);
+        detail::tokens::read_records(tokens, costs, budget.max_tokens, opt.oversized_alone, who,
+                                     m_records);
+        make_units(groups, opt.group_together, budget.max_tokens, who);
+        const std::uint64_t total_tokens = sum(m_unit_tokens);
+        const std::size_t r = budget.ranks;
+        const std::size_t m = budget.multiple_of;
+        const std::size_t bound = ceil_div(total_tokens, budget.max_tokens * r);
+        std::size_t micro = round_up(std::max<std::size_t>(ceil_div(bound, steps), 1), m);
+        // Every cell must hold a record (a group, when groups keep to one micro-batch).
+        // Every cell must hold one unit at least.
+        const std::size_t most = m_unit_tokens.size() / (r * steps);
+        const bool by_rank = !groups.empty() && !opt.group_together;
+        for (; micro <= most; micro += m) {
+            if (plan_cells(r, steps, micro, budget.max_tokens, by_rank)) {
+                finish(out, summary_of(r, steps, micro, bound, total_tokens));
+                return m_summary;
+            }
+        }
+        throw error(std::string(who) + ": " + std::to_string(n) + " records (" +
+                    std::to_string(total_tokens) + " tokens) do not fill " + std::to_string(r) +
+                    " ranks' micro-batches of at most " + std::to_string(budget.max_tokens) +
+                    " tokens in " + std::to_string(steps) + " step" + (steps == 1 ? "" : "s") +
+                    ", a multiple of " + std::to_string(m) +
+                    " each and none empty: too few records, or too many tokens for so few");
+    }
+
+    /// Plans one window of a stream of steps: `steps` (K) steps of `micro_batches` (M, a multiple
+    /// of m) micro-batches on every rank, filled with records from the front of `tokens` (as many
+    /// as fit, up to max_fill of the window's tokens; the summary's `records` says how many; give
+    /// at least a window's worth). With `last` (the stream's end), a window that can hold every
+    /// record left takes them all in as few micro-steps as fit (a multiple of m, the last step
+    /// short if fewer than M remain). Writes out[i] for the records taken. Throws bcl::error as
+    /// plan_held() does, and for too few records to give every micro-batch one.
+    token_plan_summary plan_stream(std::span<const std::uint64_t> tokens,
+                                   std::span<const double> costs, const token_budget& budget,
+                                   std::size_t micro_batches, std::size_t steps, bool last,
+                                   const token_plan_options& opt, std::span<micro_slot> out,
+                                   std::string_view who = "bcl::token_planner") {
+        check_budget(budget, steps, who);
+        const std::size_t r = budget.ranks;
+        const std::size_t m = budget.multiple_of;
+        if (micro_batches == 0 || micro_batches % m != 0)
+            throw error(std::string(who) + ": micro_batches is " + std::to_string(micro_batches) +
+                        "; it must be a positive multiple of multiple_of (" + std::to_string(m) +
+                        ")");
+        if (!(opt.max_fill > 0.0 && opt.max_fill <= 1.0))
+            throw error(std::string(who) + ": max_fill must be in (0, 1] (got " +
+                        std::to_string(opt.max_fill) + ")");
+        const std::size_t n = tokens.size();
+        if (out.size() < n)
+            throw error(std::string(who) + ": the plan has " + std::to_string(out.size()) +
+                        " slots for up to " + std::to_string(n) + " records");
+        check_records_count(n, who);
+        detail::tokens::read_records(tokens, costs, budget.max_tokens, opt.oversized_alone, who,
+                                     m_records);
+        make_units({}, false, budget.max_tokens, who);
+        const std::size_t full = r * steps * micro_batches;
+        const std::uint64_t capacity = full * budget.max_tokens;
+        const auto filled =
+            static_cast<std::uint64_t>(std::floor(opt.max_fill * static_cast<double>(capacity)));
+        // The most records that the window's tokens allow, in stream order: up to max_fill of
+        // its capacity, and one a micro-batch at least while the capacity holds them (records of
+        // at most T tokens always fill the window that far).
+        std::size_t fit = 0;
+        std::uint64_t running = 0;
+        while (fit < n && running + m_records.tokens[fit] <= capacity &&
+               (running + m_records.tokens[fit] <= filled || fit < full))
+            running += m_records.tokens[fit++];
+        if (last && fit == n) return plan_rest(out, budget, micro_batches, who);
+        if (fit < full)
+            throw error(std::string(who) + ": " + std::to_string(fit) +
+                        " records fit the window, fewer than its " + std::to_string(full) +
+                        " micro-batches; give a window's worth of records (or last = true)");
+        // The longest prefix LPT packs (a shorter one packs if a longer does, as a rule): mostly
+        // all that fit by tokens, or a few records less. So try that, then gallop down (1, 2, 4,
+        // ... records less) to one that packs, then halve the gap above it.
+        std::size_t lo = fit;
+        std::size_t hi = fit; // the longest that may pack
+        for (std::size_t less = 1; lo > full && !packs(lo, full, budget.max_tokens); less *= 2) {
+            hi = lo - 1;
+            lo = fit - std::min(fit - full, less);
+        }
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo + 1) / 2;
+            if (packs(mid, full, budget.max_tokens))
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        if (!packs(lo, full, budget.max_tokens))
+            throw error(std::string(who) + ": the stream's records do not fill " +
+                        std::to_string(full) + " micro-batches of at most " +
+                        std::to_string(budget.max_tokens) + " tokens, one record each at least");
+        keep_prefix(lo);
+        const std::uint64_t window_tokens = sum(m_unit_tokens);
+        const bool ok = plan_cells(r, steps, micro_batches, budget.max_tokens, false);
+        (void)ok; // LPT packed this prefix above
+        finish(out.first(lo),
+               summary_of(r, steps, micro_batches, ceil_div(window_tokens, budget.max_tokens * r),
+                          window_tokens));
+        return m_summary;
+    }
+
+private:
+    static void check_budget(const token_budget& b, std::size_t steps, std::string_view who) {
+        if (b.ranks == 0 || b.max_tokens == 0 || b.multiple_of == 0 || steps == 0)
+            throw error(std::string(who) + ": the ranks (" + std::to_string(b.ranks) +
+                        "), max_tokens (" + std::to_string(b.max_tokens) + "), multiple_of (" +
+                        std::to_string(b.multiple_of) + ") and steps (" + std::to_string(steps) +
+                        ") must all be at least 1");
+        if (b.max_tokens > detail::tokens::max_record_tokens)
+            throw error(std::string(who) + ": max_tokens is " + std::to_string(b.max_tokens) +
+                        ", above 2^31");
+        if (b.ranks > max_plan_records || steps > max_plan_records / b.ranks)
+            throw error(std::string(who) + ": " + std::to_string(b.ranks) + " ranks * " +
+                        std::to_string(steps) + " steps is above the " +
+                        std::to_string(max_plan_records) + " cells a plan may hold");
+    }
+    static void check_records_count(std::size_t n, std::string_view who) {
+        if (n > max_plan_records)
+            throw error(std::string(who) + ": " + std::to_string(n) + " records, above the " +
+                        std::to_string(max_plan_records) + " one plan may hold");
+    }
+    [[nodiscard]] static std::size_t ceil_div(std::uint64_t a, std::uint64_t b) noexcept {
+        return static_cast<std::size_t>(a / b + (a % b != 0));
+    }
+    [[nodiscard]] static std::size_t round_up(std::size_t a, std::size_t m) noexcept {
+        return (a + m - 1) / m * m;
+    }
+    [[nodiscard]] static std::uint64_t sum(std::span<const std::uint64_t> v) noexcept {
+        return std::accumulate(v.begin(), v.end(), std::uint64_t{0});
+    }
+
+    // The units a plan deals: each record, or with group_together each group (its records'
+    // tokens and costs summed). m_unit_of[record] is its unit; m_group_of its group (by rank).
+    void make_units(std::span<const std::uint64_t> groups, bool together, std::uint64_t max_tokens,
+                    std::string_view who) {
+        const std::size_t n = m_records.tokens.size();
+        m_group_of.clear();
+        if (groups.empty()) {
+            m_unit_tokens.assign(m_records.tokens.begin(), m_records.tokens.end());
+            m_unit_cost.assign(m_records.cost.begin(), m_records.cost.end());
+            m_unit_of.resize(n);
+            std::iota(m_unit_of.begin(), m_unit_of.end(), std::uint32_t{0});
+            return;
+        }
+        // Dense group numbers, in the order of the ids.
+        m_sorted.resize(n);
+        std::iota(m_sorted.begin(), m_sorted.end(), std::uint32_t{0});
+        std::sort(m_sorted.begin(), m_sorted.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return groups[a] < groups[b] || (groups[a] == groups[b] && a < b);
+        });
+        m_group_of.resize(n);
+        std::uint32_t g = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+            if (k > 0 && groups[m_sorted[k]] != groups[m_sorted[k - 1]]) ++g;
+            m_group_of[m_sorted[k]] = g;
+        }
+        const std::size_t count = n == 0 ? 0 : std::size_t{g} + 1;
+        m_group_tokens.assign(count, 0);
+        m_group_cost.assign(count, 0);
+        for (std::size_t i = 0; i < n; ++i) {
+            m_group_tokens[m_group_of[i]] += m_records.tokens[i];
+            m_group_cost[m_group_of[i]] += m_records.cost[i];
+        }
+        if (together) {
+            for (std::size_t k = 0; k < n; ++k) {
+                const std::uint32_t i = m_sorted[k];
+                if (m_group_tokens[m_group_of[i]] > max_tokens)
+                    throw error(std::string(who) + ": group " + std::to_string(groups[i]) +
+                                " has " + std::to_string(m_group_tokens[m_group_of[i]]) +
+                                " tokens, above max_tokens (" + std::to_string(max_tokens) +
+                                "), and its records must share one micro-batch");
+            }
+            m_unit_tokens = m_group_tokens;
+            m_unit_cost = m_group_cost;
+            m_unit_of = m_group_of;
+            m_group_of.clear();
+            return;
+        }
+        m_unit_tokens.assign(m_records.tokens.begin(), m_records.tokens.end());
+        m_unit_cost.assign(m_records.cost.begin(), m_records.cost.end());
+        m_unit_of.resize(n);
+        std::iota(m_unit_of.begin(), m_unit_of.end(), std::uint32_t{0});
+    }
+
+    // The units by cost, dearest first (ties to the lower index).
+    void order_units() {
+        m_order.resize(m_unit_cost.size());
+        std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
+        std::sort(m_order.begin(), m_order.end(), [this](std::uint32_t a, std::uint32_t b) {
+            return m_unit_cost[a] > m_unit_cost[b] || (m_unit_cost[a] == m_unit_cost[b] && a < b);
+        });
+    }
+
+    // Whether LPT packs the first `count` units into `cells` cells.
+    bool packs(std::size_t count, std::size_t cells, std::uint64_t capacity) {
+        const std::span<const std::uint64_t> t(m_records.tokens.data(), count);
+        const std::span<const std::uint64_t> c(m_records.cost.data(), count);
+        m_order.resize(count);
+        std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
+        std::sort(m_order.begin(), m_order.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return c[a] > c[b] || (c[a] == c[b] && a < b);
+        });
+        return m_packer.deal(m_order, t, c, cells, capacity);
+    }
+
+    void keep_prefix(std::size_t count) {
+        m_unit_tokens.resize(count);
+        m_unit_cost.resize(count);
+        m_unit_of.resize(count);
+        m_records.tokens.resize(count);
+        m_records.cost.resize(count);
+        m_records.alone.resize(count);
+    }
+
+    // Plans the units into `steps` steps of `micro` micro-steps of R cells each (by_rank: groups
+    // kept to their rank). True if it packed; then m_cell_of (by unit) and m_layout hold the plan
+    // kept.
+    bool plan_cells(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity,
+                    bool by_rank) {
+        if (by_rank) return plan_by_rank(r, steps, micro, capacity);
+        const std::size_t cells = r * steps * micro;
+        order_units();
+        bool found = false;
+        std::uint64_t best = 0;
+        if (m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity)) {
+            best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
+            m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
+            found = true;
+        }
+        if (m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity)) {
+            const std::uint64_t levelled =
+                m_alt_layout.lay_out(m_leveller.cells_of(), m_unit_cost, cells, r, micro);
+            if (!found || levelled < best) {
+                std::swap(m_layout, m_alt_layout);
+                m_cell_of.assign(m_leveller.cells_of().begin(), m_leveller.cells_of().end());
+                found = true;
+            }
+        }
+        return found;
+    }
+
+    // Groups kept to one rank: each group to a (step, rank) bin of micro * T tokens by LPT, then
+    // each bin's records into its micro cells by LPT, and within each step each rank's cells,
+    // dearest first, lined up across ranks (the k-th dearest of every rank in micro-step k).
+    bool plan_by_rank(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity) {
+        const std::size_t bins = r * steps;
+        const std::size_t groups = m_group_tokens.size();
+        m_order.resize(groups);
+        std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
+        std::sort(m_order.begin(), m_order.end(), [this](std::uint32_t a, std::uint32_t b) {
+            return m_group_cost[a] > m_group_cost[b] ||
+                   (m_group_cost[a] == m_group_cost[b] && a < b);
+        });
+        if (!m_packer.deal(m_order, m_group_tokens, m_group_cost, bins, capacity * micro))
+            return false;
+        m_bin_of_group.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
+        // Each bin's records, dearest first, dealt into its micro cells.
+        order_units();
+        m_cell_of.assign(m_unit_cost.size(), 0);
+        m_bin_records.assign(bins, {});
+        for (const std::uint32_t u : m_order)
+            m_bin_records[m_bin_of_group[m_group_of[u]]].push_back(u);
+        m_cell_load.assign(bins * micro, 0);
+        for (std::size_t b = 0; b < bins; ++b) {
+            if (!m_bin_packer.deal(m_bin_records[b], m_unit_tokens, m_unit_cost, micro, capacity))
+                return false;
+            for (const std::uint32_t u : m_bin_records[b])
+                m_cell_of[u] = static_cast<std::uint32_t>(b * micro + m_bin_packer.cell_of(u));
+        }
+        for (std::size_t u = 0; u < m_unit_cost.size(); ++u)
+            m_cell_load[m_cell_of[u]] += m_unit_cost[u];
+        m_layout.lay_out_ranked(m_cell_load, r, steps, micro);
+        return true;
+    }
+
+    token_plan_summary summary_of(std::size_t r, std::size_t steps, std::size_t micro,
+                                  std::size_t bound, std::uint64_t tokens) const {
+        token_plan_summary s;
+        s.ranks = r;
+        s.steps = steps;
+        s.micro_batches = micro;
+        s.micro_steps = steps * micro;
+        s.micro_steps_bound = std::max<std::size_t>(bound, 1);
+        s.tokens = tokens;
+        return s;
+    }
+
+    // Writes the plan kept: each record's slot (by its unit's cell), and the summary's figures.
+    void finish(std::span<micro_slot> out, token_plan_summary s) {
+        const std::size_t n = m_unit_of.size();
+        s.records = n;
+        s.unit = m_records.unit;
+        s.oversized = 0;
+        std::uint64_t dearest = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const detail::tokens::cell_place& at = m_layout.place(m_cell_of[m_unit_of[i]]);
+            out[i] = {at.step, at.micro, at.rank};
+            s.oversized += m_records.alone[i];
+            s.total += m_records.cost[i];
+            dearest = std::max(dearest, m_records.cost[i]);
+        }
+        s.objective = m_layout.objective();
+        s.heaviest = m_layout.heaviest();
+        s.lower_bound = std::max<std::uint64_t>(ceil_div(s.total, s.ranks), dearest);
+        s.digest = token_plan_digest(out.first(n));
+        m_summary = s;
+    }
+
+    // The stream's last records, all in as few micro-steps as fit (a multiple of m; the last
+    // step short when fewer than M micro-batches are left).
+    token_plan_summary plan_rest(std::span<micro_slot> out, const token_budget& budget,
+                                 std::size_t micro_batches, std::string_view who) {
+        const std::size_t r = budget.ranks;
+        const std::size_t m = budget.multiple_of;
+        const std::uint64_t tokens = sum(m_unit_tokens);
+        const std::size_t n = m_unit_tokens.size();
+        const std::size_t bound = ceil_div(tokens, budget.max_tokens * r);
+        for (std::size_t micro_steps = round_up(std::max<std::size_t>(bound, 1), m);
+             r * micro_steps <= n; micro_steps += m) {
+            if (plan_cells(r, 1, micro_steps, budget.max_tokens, false)) {
+                // Renumber: micro-step k is step k / M, micro-batch k mod M.
+                m_layout.regroup(micro_batches);
+                const std::size_t steps = (micro_steps + micro_batches - 1) / micro_batches;
+                token_plan_summary s = summary_of(r, steps, micro_batches, bound, tokens);
+                s.micro_steps = micro_steps;
+                finish(out.first(n), s);
+                return m_summary;
+            }
+        }
+        throw error(std::string(who) + ": the stream's last " + std::to_string(n) +
+                    " records do not fill " + std::to_string(r) +
+                    " ranks' micro-batches of at "
+                    "most " +
+                    std::to_string(budget.max_tokens) + " tokens, a multiple of " +
+                    std::to_string(m) + " and none empty");
+    }
+
+    detail::tokens::token_records m_records;
+    std::vector<std::uint64_t> m_unit_tokens; // by unit
+    std::vector<std::uint64_t> m_unit_cost;
+    std::vector<std::uint32_t> m_unit_of;  // by record: its unit
+    std::vector<std::uint32_t> m_group_of; // by unit: its group (groups kept to a rank)
+    std::vector<std::uint64_t> m_group_tokens;
+    std::vector<std::uint64_t> m_group_cost;
+    std::vector<std::uint32_t> m_bin_of_group;
+    std::vector<std::vector<std::uint32_t>> m_bin_records;
+    std::vector<std::uint64_t> m_cell_load;
+    std::vector<std::uint32_t> m_sorted;
+    std::vector<std::uint32_t> m_order;   // units, dearest first
+    std::vector<std::uint32_t> m_cell_of; // by unit: its cell in the plan kept
+    detail::tokens::cell_packer m_packer;
+    detail::tokens::cell_packer m_bin_packer;
+    detail::tokens::cell_leveller m_leveller;
+    detail::tokens::micro_layout m_layout;
+    detail::tokens::micro_layout m_alt_layout;
+    token_plan_summary m_summary;
+};
+
+} // namespace bcl

@@ -4,16 +4,16 @@
 // step the rest), every record is placed once, the plan is a pure function of the costs (and so
 // is its digest), bad input is a bcl::error that changes nothing. Its quality: never worse than
 // the flat plan of the same window, exhaustive search on tiny windows, and worked examples of a
-// record too dear to balance away and of a one-step window that levelling alone plans badly. Its
-// arithmetic: the quantization to integers. Expectations come from (n, R, K, B) and hand
-// derivations, never from the plan itself.
+// record too dear to balance away and of a one-step window that levelling alone plans badly (the
+// plan's parts have their own specs in tests/plan/). Expectations come from (n, R, K, B) and
+// hand derivations, never from the plan itself.
 
 #include "support/brute_force.hpp"
 #include "support/distributions.hpp"
 #include "support/error_message.hpp"
+#include "support/plan_checks.hpp"
 
 #include <bcl/cost_estimator.hpp>
-#include <bcl/detail/plan/quantize.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 
@@ -21,11 +21,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <random>
 #include <span>
@@ -39,66 +37,9 @@ namespace {
 
 using plan = std::vector<bcl::plan_slot>;
 
-/// How n records of R ranks fall into steps, spelled out here from the contract: m = n / R per
-/// rank, ceil(m / B) steps of B but the last, which holds m - (steps - 1) * B.
-struct expected_steps {
-    std::size_t steps = 0;
-    std::size_t last = 0;
-    [[nodiscard]] std::size_t size(std::size_t step) const { return step + 1 == steps ? last : 0; }
-};
-
-expected_steps steps_of(std::size_t n, std::size_t ranks, std::size_t batch) {
-    const std::size_t m = n / ranks;
-    expected_steps e;
-    e.steps = (m + batch - 1) / batch;
-    e.last = m - (e.steps == 0 ? 0 : (e.steps - 1) * batch);
-    return e;
-}
-
-/// "" if `p` has one slot per record, every slot in range, and every (step, rank) holds exactly
-/// B records but in the last step, which holds the rest; otherwise the first violation.
-std::string check_layout(const plan& p, std::size_t n, bcl::plan_shape shape) {
-    if (p.size() != n) return fmt::format("{} slots for {} records", p.size(), n);
-    const expected_steps e = steps_of(n, shape.ranks, shape.batch);
-    std::vector<std::size_t> count(e.steps * shape.ranks, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (p[i].step >= e.steps || p[i].rank >= shape.ranks)
-            return fmt::format("record {} goes to step {} rank {} of {} steps, {} ranks", i,
-                               p[i].step, p[i].rank, e.steps, shape.ranks);
-        ++count[p[i].step * shape.ranks + p[i].rank];
-    }
-    for (std::size_t t = 0; t < e.steps; ++t)
-        for (std::size_t r = 0; r < shape.ranks; ++r) {
-            const std::size_t want = t + 1 == e.steps ? e.last : shape.batch;
-            if (count[t * shape.ranks + r] != want)
-                return fmt::format("step {} rank {} holds {} records, expected {}", t, r,
-                                   count[t * shape.ranks + r], want);
-        }
-    return {};
-}
-
-/// Each (step, rank)'s batch cost as the plan has it: the sum of its records' costs, or (padded)
-/// its size times its dearest record's.
-std::vector<double> batch_costs(std::span<const double> costs, const plan& p, bcl::plan_shape shape,
-                                bool padded) {
-    const expected_steps e = steps_of(costs.size(), shape.ranks, shape.batch);
-    std::vector<double> sum(e.steps * shape.ranks, 0.0);
-    std::vector<double> dearest(sum.size(), 0.0);
-    std::vector<double> count(sum.size(), 0.0);
-    for (std::size_t i = 0; i < costs.size(); ++i) {
-        const std::size_t at = p[i].step * shape.ranks + p[i].rank;
-        sum[at] += costs[i];
-        dearest[at] = std::max(dearest[at], costs[i]);
-        count[at] += 1.0;
-    }
-    if (padded)
-        for (std::size_t k = 0; k < sum.size(); ++k) sum[k] = count[k] * dearest[k];
-    return sum;
-}
-
 /// Each (step, rank)'s packed batch in the plan's own integer units: the sum of
 /// floor(cost * 2^scale) over its records, the quantization the plan uses (checked against it
-/// by the quantization test below). Exact, so two plans of one window compare without rounding.
+/// by tests/plan/quantize.test.cpp). Exact, so two plans of one window compare without rounding.
 std::vector<std::uint64_t> quantized_batches(std::span<const double> costs, const plan& p,
                                              bcl::plan_shape shape, int scale) {
     const expected_steps e = steps_of(costs.size(), shape.ranks, shape.batch);
@@ -107,88 +48,6 @@ std::vector<std::uint64_t> quantized_batches(std::span<const double> costs, cons
         sum[p[i].step * shape.ranks + p[i].rank] +=
             static_cast<std::uint64_t>(std::floor(std::ldexp(costs[i], scale)));
     return sum;
-}
-
-/// The sum over steps of the step's costliest batch, from the batches by (step, rank).
-template <class Cost>
-Cost objective_of(const std::vector<Cost>& batch, std::size_t ranks) {
-    Cost total{};
-    for (std::size_t t = 0; t * ranks < batch.size(); ++t)
-        total += *std::max_element(batch.begin() + static_cast<std::ptrdiff_t>(t * ranks),
-                                   batch.begin() + static_cast<std::ptrdiff_t>((t + 1) * ranks));
-    return total;
-}
-
-/// The sum over steps of the step's costliest batch: what the ranks wait for.
-double objective(std::span<const double> costs, const plan& p, bcl::plan_shape shape,
-                 bool padded = false) {
-    return objective_of(batch_costs(costs, p, shape, padded), shape.ranks);
-}
-
-/// "" if the plan's batches (by step and rank) come in steps heaviest first, the short last step
-/// aside, and step s's costliest batch is rank s mod R's; otherwise the first violation.
-template <class Cost>
-std::string check_order(const std::vector<Cost>& batch, std::size_t n, bcl::plan_shape shape) {
-    const expected_steps e = steps_of(n, shape.ranks, shape.batch);
-    const bool short_last = e.last < shape.batch;
-    for (std::size_t s = 0; s < e.steps; ++s) {
-        const auto first = batch.begin() + static_cast<std::ptrdiff_t>(s * shape.ranks);
-        const Cost top = *std::max_element(first, first + static_cast<std::ptrdiff_t>(shape.ranks));
-        if (first[static_cast<std::ptrdiff_t>(s % shape.ranks)] != top)
-            return fmt::format("step {}'s costliest batch is not rank {}'s", s, s % shape.ranks);
-        if (s > 0 && !(short_last && s + 1 == e.steps)) {
-            const auto before = first - static_cast<std::ptrdiff_t>(shape.ranks);
-            if (top > *std::max_element(before, first))
-                return fmt::format("step {} is costlier than step {}", s, s - 1);
-        }
-    }
-    return {};
-}
-
-/// The least objective over every way to give each (step, rank) its records, by exhaustive
-/// search (with a bound): the reference for tiny windows.
-double best_objective(std::span<const double> costs, bcl::plan_shape shape, bool padded) {
-    const expected_steps e = steps_of(costs.size(), shape.ranks, shape.batch);
-    const std::size_t cells = e.steps * shape.ranks;
-    std::vector<std::size_t> room(cells);
-    for (std::size_t k = 0; k < cells; ++k)
-        room[k] = k / shape.ranks + 1 == e.steps ? e.last : shape.batch;
-    std::vector<double> sum(cells, 0.0);
-    std::vector<double> dearest(cells, 0.0);
-    std::vector<std::size_t> count(cells, 0);
-    double best = std::numeric_limits<double>::infinity();
-    const auto value = [&] {
-        double total = 0.0;
-        for (std::size_t t = 0; t < e.steps; ++t) {
-            double top = 0.0;
-            for (std::size_t r = 0; r < shape.ranks; ++r) {
-                const std::size_t k = t * shape.ranks + r;
-                top = std::max(top, padded ? static_cast<double>(count[k]) * dearest[k] : sum[k]);
-            }
-            total += top;
-        }
-        return total;
-    };
-    std::function<void(std::size_t)> place = [&](std::size_t i) {
-        if (value() >= best) return; // adding records never lowers the objective
-        if (i == costs.size()) {
-            best = value();
-            return;
-        }
-        for (std::size_t k = 0; k < cells; ++k) {
-            if (count[k] == room[k]) continue;
-            const double old_dearest = dearest[k];
-            sum[k] += costs[i];
-            dearest[k] = std::max(old_dearest, costs[i]);
-            ++count[k];
-            place(i + 1);
-            --count[k];
-            dearest[k] = old_dearest;
-            sum[k] -= costs[i];
-        }
-    };
-    place(0);
-    return best;
 }
 
 /// Costs at the ends of what a plan takes, beside the ordinary distributions: the tiniest and the
@@ -236,23 +95,9 @@ std::vector<distribution> every_distribution() {
     return all;
 }
 
-/// A window shape and a record count for case i: R, K, B up to 9, 6, 17 (B = 1 and K = 1
-/// included), and every other case a short window (n < R*K*B, still a multiple of R).
-struct window_case {
-    bcl::plan_shape shape;
-    std::size_t n = 0;
-};
-
+/// Case i's window: R, K, B up to 9, 6, 17 (B = 1 and K = 1 included), every other case short.
 window_case case_of(std::uint64_t i) {
-    std::mt19937_64 gen(case_seed(i));
-    window_case c;
-    c.shape.ranks = 1 + gen() % 9;
-    c.shape.steps = 1 + gen() % 6;
-    c.shape.batch = 1 + gen() % 17;
-    const std::size_t per_rank = c.shape.steps * c.shape.batch;
-    const std::size_t m = i % 2 == 0 ? per_rank : 1 + gen() % per_rank;
-    c.n = c.shape.ranks * m;
-    return c;
+    return window_case_of(i, {.ranks = 9, .steps = 6, .batch = 17});
 }
 
 } // namespace
@@ -457,7 +302,7 @@ TEST_CASE("global plan: a record too dear to balance away gets a step whose othe
     // {10, 3} {10, 2}.
     const std::vector<double> costs{100, 1, 2, 3, 50, 49, 10, 10};
     const bcl::plan_shape shape{2, 2, 2};
-    CHECK(best_objective(costs, shape, false) == 114.0);
+    CHECK(brute_force_plan_objective(costs, shape.ranks, shape.batch, false) == 114.0);
     const plan levelled = bcl::plan_window(costs, shape);
     CHECK(objective(costs, levelled, shape) == 114.0);
     CHECK(levelled[0].step == 0); // the dear record's step comes first
@@ -542,7 +387,8 @@ TEST_CASE("global plan: a window of one step gets the best plan, where levelling
     for (const bcl::plan_shape shape :
          {bcl::plan_shape{3, 1, 3}, bcl::plan_shape{.ranks = 3, .steps = 8, .batch = 3}}) {
         INFO("K = " << shape.steps);
-        CHECK(best_objective(costs, shape, false) == Approx(best).epsilon(1e-12));
+        CHECK(brute_force_plan_objective(costs, shape.ranks, shape.batch, false) ==
+              Approx(best).epsilon(1e-12));
         bcl::global_planner planner;
         plan p(costs.size());
         const bcl::plan_summary s = planner.plan(costs, shape, p);
@@ -594,8 +440,9 @@ const std::vector<tiny_window>& tiny_windows() {
                     w.name = fmt::format("{} seed {}: R={} K={} B={} n={}", d.name, seed,
                                          t.shape.ranks, t.shape.steps, t.shape.batch, t.n);
                     w.shape = t.shape;
-                    w.best = best_objective(costs, t.shape, false);
-                    w.best_padded = best_objective(costs, t.shape, true);
+                    w.best = brute_force_plan_objective(costs, t.shape.ranks, t.shape.batch, false);
+                    w.best_padded =
+                        brute_force_plan_objective(costs, t.shape.ranks, t.shape.batch, true);
                     plan p(t.n);
                     const bcl::plan_summary s = planner.plan(costs, t.shape, p);
                     w.levelled = objective(costs, p, t.shape);
@@ -683,8 +530,8 @@ TEST_CASE("global plan: the exhaustive-search figures of docs/global.md",
     SUCCEED();
 }
 
-TEST_CASE("global plan: steps come heaviest first, the short step last, and step s's costliest "
-          "batch goes to rank s mod R",
+TEST_CASE("global plan: steps come heaviest first, the short step last, and the j-th heaviest "
+          "batch of step s goes to rank (j + s) mod R",
           "[global_plan]") {
     for (std::uint64_t i = 0; i < 60; ++i) {
         const window_case w = case_of(i);
@@ -749,49 +596,4 @@ TEST_CASE("global plan: the summary's figures are the plan's own", "[global_plan
             CHECK(s.digest == bcl::plan_digest(p));
         }
     }
-}
-
-TEST_CASE("global plan quantization: floor(x * 2^scale) by integer operations, order kept, no "
-          "overflow at the largest window of the largest costs",
-          "[global_plan]") {
-    namespace qz = bcl::detail::plan;
-    std::mt19937_64 gen(11);
-    const auto random_cost = [&gen] {
-        // Any finite bit pattern of a value in [0, max_estimate]: exponents across the range.
-        for (;;) {
-            const double x = std::bit_cast<double>(gen() >> 1);
-            if (x <= bcl::max_estimate) return x;
-        }
-    };
-    for (int i = 0; i < 2000; ++i) {
-        const double a = random_cost();
-        const double b = random_cost();
-        const double top = std::max({a, b, bcl::max_estimate * std::ldexp(1.0, -(i % 1200))});
-        const std::uint64_t capacity = 1 + gen() % bcl::max_plan_records;
-        const qz::fixed_point q = qz::scale_for(qz::cost_bits(top), capacity);
-        // The reference: ldexp and floor are exact on doubles (a power-of-two scale), and the
-        // result is an integer below 2^63.
-        const auto expected = [&](double x) {
-            return static_cast<std::uint64_t>(std::floor(std::ldexp(x, q.exponent())));
-        };
-        INFO(a << " " << b << " top " << top << " capacity " << capacity);
-        CHECK(q(qz::cost_bits(a)) == expected(a));
-        CHECK(q(qz::cost_bits(b)) == expected(b));
-        if (a < b) CHECK(q(qz::cost_bits(a)) <= q(qz::cost_bits(b)));
-        // The top lands in [2^(62-h), 2^(63-h)): 32 bits of it kept at least, and capacity of
-        // them sum below 2^63.
-        const std::uint64_t t = q(qz::cost_bits(top));
-        const unsigned h = static_cast<unsigned>(std::bit_width(capacity));
-        CHECK(t < (std::uint64_t{1} << (63 - h)));
-        CHECK(t >= (std::uint64_t{1} << (62 - h)));
-    }
-    // The largest window of the largest costs: 2^30 records of 1e120 sum below 2^63.
-    const qz::fixed_point q =
-        qz::scale_for(qz::cost_bits(bcl::max_estimate), bcl::max_plan_records);
-    const std::uint64_t each = q(qz::cost_bits(bcl::max_estimate));
-    CHECK(each <= (std::numeric_limits<std::uint64_t>::max() >> 1) / bcl::max_plan_records);
-    CHECK(each >= std::uint64_t{1} << 31);
-    // -0.0 is 0, and an all-zero window quantizes to zeros.
-    CHECK(qz::cost_bits(-0.0) == 0);
-    CHECK(qz::scale_for(0, 16)(0) == 0);
 }

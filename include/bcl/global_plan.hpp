@@ -137,7 +137,7 @@ public:
                                   .capacity;
         m_q.reserve(n);
         m_word.reserve(n);
-        m_order.reserve(n);
+        m_index.reserve(n);
         m_cost.reserve(n);
         m_sort.reserve(n);
         m_packed.reserve(n, shape.ranks * shape.steps, shape.batch);
@@ -189,11 +189,11 @@ public:
         const detail::plan::fixed_point scale = detail::plan::scale_for(largest, g.capacity);
         m_q.resize(costs.size());
         detail::plan::quantize(costs, cap, scale, m_q);
-        rank_records(scale(largest), scale.headroom);
+        place_records(scale(largest), scale.headroom);
         const detail::plan::layout_totals totals =
             opt.batching == batch_cost::padded
-                ? detail::plan::padded_layout(g, m_cost, m_order, out)
-                : m_packed.run(g, m_cost, m_order, out, opt.level_steps);
+                ? detail::plan::padded_layout(g, m_cost, m_index, out)
+                : m_packed.run(g, m_cost, m_index, out, opt.level_steps);
         plan_summary summary;
         summary.digest = plan_digest(out);
         summary.ranks = g.ranks;
@@ -212,26 +212,27 @@ public:
     }
 
 private:
-    // m_order[r] = the input index of the record of rank r, m_cost[r] its quantized cost: ranks
-    // by (cost descending, index ascending), one word ((top - q) << index bits | index) each.
-    void rank_records(std::uint64_t top, unsigned index_bits) {
+    // The records in cost order: place 0 is the dearest record, ties to the lower input index.
+    // m_index[p] is the input index of the record at place p and m_cost[p] its quantized cost,
+    // by one sort of words ((top - q) << index bits | index).
+    void place_records(std::uint64_t top, unsigned index_bits) {
         const std::size_t n = m_q.size();
         m_word.resize(n);
         for (std::size_t i = 0; i < n; ++i) m_word[i] = ((top - m_q[i]) << index_bits) | i;
         m_sort(m_word, index_bits);
-        m_order.resize(n);
+        m_index.resize(n);
         m_cost.resize(n);
         const std::uint64_t mask = (std::uint64_t{1} << index_bits) - 1;
-        for (std::size_t r = 0; r < n; ++r) {
-            m_order[r] = static_cast<std::uint32_t>(m_word[r] & mask);
-            m_cost[r] = m_q[m_order[r]];
+        for (std::size_t p = 0; p < n; ++p) {
+            m_index[p] = static_cast<std::uint32_t>(m_word[p] & mask);
+            m_cost[p] = m_q[m_index[p]];
         }
     }
 
     std::vector<std::uint64_t> m_q;     // quantized cost by input index
     std::vector<std::uint64_t> m_word;  // sort words
-    std::vector<std::uint32_t> m_order; // input index by rank
-    std::vector<std::uint64_t> m_cost;  // quantized cost by rank
+    std::vector<std::uint32_t> m_index; // input index by place
+    std::vector<std::uint64_t> m_cost;  // quantized cost by place
     detail::plan::word_sort m_sort;
     detail::plan::packed_layout m_packed;
 };

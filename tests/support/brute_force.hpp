@@ -129,4 +129,55 @@ inline double plain_enumeration_min_heaviest(std::span<const double> costs,
     }
 }
 
+/// The least objective of a global-plan window over every way to give each (step, rank) its
+/// records, by exhaustive search (with a bound): the reference for tiny windows. The n records of
+/// R = `ranks` ranks fall into ceil(m / B) steps of B per rank (m = n / R), the last holding the
+/// rest; a step costs its costliest batch, a batch the sum of its costs or (padded) its size
+/// times its dearest cost; the objective is the sum over steps.
+inline double brute_force_plan_objective(std::span<const double> costs, std::size_t ranks,
+                                         std::size_t batch, bool padded) {
+    const std::size_t m = costs.size() / ranks;
+    const std::size_t steps = (m + batch - 1) / batch;
+    const std::size_t last = m - (steps == 0 ? 0 : (steps - 1) * batch);
+    const std::size_t cells = steps * ranks;
+    std::vector<std::size_t> room(cells);
+    for (std::size_t k = 0; k < cells; ++k) room[k] = k / ranks + 1 == steps ? last : batch;
+    std::vector<double> sum(cells, 0.0);
+    std::vector<double> dearest(cells, 0.0);
+    std::vector<std::size_t> count(cells, 0);
+    double best = std::numeric_limits<double>::infinity();
+    const auto value = [&] {
+        double total = 0.0;
+        for (std::size_t t = 0; t < steps; ++t) {
+            double top = 0.0;
+            for (std::size_t r = 0; r < ranks; ++r) {
+                const std::size_t k = t * ranks + r;
+                top = std::max(top, padded ? static_cast<double>(count[k]) * dearest[k] : sum[k]);
+            }
+            total += top;
+        }
+        return total;
+    };
+    std::function<void(std::size_t)> place = [&](std::size_t i) {
+        if (value() >= best) return; // adding records never lowers the objective
+        if (i == costs.size()) {
+            best = value();
+            return;
+        }
+        for (std::size_t k = 0; k < cells; ++k) {
+            if (count[k] == room[k]) continue;
+            const double old_dearest = dearest[k];
+            sum[k] += costs[i];
+            dearest[k] = std::max(old_dearest, costs[i]);
+            ++count[k];
+            place(i + 1);
+            --count[k];
+            dearest[k] = old_dearest;
+            sum[k] -= costs[i];
+        }
+    };
+    place(0);
+    return best;
+}
+
 } // namespace bcl_test

@@ -6,6 +6,7 @@
 #include <bcl/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,13 @@ struct geometry {
 
     [[nodiscard]] std::size_t packs() const noexcept { return full_packs + short_packs; }
     [[nodiscard]] std::size_t full_steps() const noexcept { return full_packs / ranks; }
+
+    /// The rank the j-th heaviest pack of step s goes to: (j + s) mod R, so that no rank always
+    /// gets a step's heaviest pack (step s's goes to rank s mod R). Both layouts seat their packs
+    /// by it.
+    [[nodiscard]] std::uint32_t rank_of(std::size_t j, std::size_t step) const noexcept {
+        return static_cast<std::uint32_t>((j + step) % ranks);
+    }
 };
 
 /// The geometry of n records in a window of (ranks, steps, batch). Throws bcl::error naming `who`

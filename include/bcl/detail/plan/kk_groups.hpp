@@ -35,8 +35,8 @@ public:
         m_heap.reserve(n);
     }
 
-    /// Groups `cost` (by record index) into k groups; then members(g) lists group g's records in
-    /// ascending index (members(g)), the groups heaviest first, and load(g) is its cost.
+    /// Groups `cost` (by record index) into k groups, heaviest first: then members(g) lists
+    /// group g's records in ascending index, and load(g) is its cost.
     void split(std::span<const std::uint64_t> cost, std::size_t k) {
         const std::size_t n = cost.size();
         m_k = k;
@@ -68,11 +68,11 @@ public:
                 ga[g].sum += other.sum;
                 m_next[ga[g].tail] = other.head;
                 ga[g].tail = other.tail;
-                ga[g].place = static_cast<std::uint32_t>(g);
+                ga[g].before_sort = static_cast<std::uint32_t>(g);
             }
             // Heaviest first, ties in their merged order: a stable sort that allocates nothing.
             std::sort(ga, ga + k, [](const part& x, const part& y) {
-                return x.sum > y.sum || (x.sum == y.sum && x.place < y.place);
+                return x.sum > y.sum || (x.sum == y.sum && x.before_sort < y.before_sort);
             });
             push(a, made++);
         }
@@ -101,7 +101,7 @@ private:
         std::uint64_t sum;
         std::uint32_t head; // a linked list of records through m_next
         std::uint32_t tail;
-        std::uint32_t place; // its position before a merge's sort
+        std::uint32_t before_sort; // its position in the merged state, before the sort
     };
     struct queued {
         std::uint64_t spread;

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: records dealt into packs of exactly B (or the short size) with balanced integer
-// loads, by LPT in rounds and a bounded swap refinement.
+// loads, by LPT and a bounded swap refinement.
 
 #include <bcl/detail/config.hpp>
 
@@ -15,24 +15,23 @@
 
 namespace bcl::detail::plan {
 
-/// Packs of record ranks with integer loads. Records are named by rank: rank 0 is the dearest
-/// record of the window (ties to the lower input index), so a pack's members, kept in ascending
-/// rank, are also in descending cost. Packs [0, full) hold `size` records, packs [full, packs())
-/// hold `short_size` (a window whose last step is short).
+/// Packs of records with integer loads. A record is named by its place in cost order: place 0 is
+/// the dearest record of the window (ties to the lower input index), so a pack's members, kept in
+/// ascending place, are also in descending cost. Packs [0, full) hold `size` records, packs
+/// [full, packs()) hold `short_size` (a window whose last step is short).
 ///
-/// deal(): LPT in rounds. Round j gives every pack still open its (j+1)-th record: the round's
-/// records, dearest first, go to the open packs, lightest first (ties to the lower pack id). The
-/// short packs close after short_size rounds. Each round is one radix sort of the open packs by
-/// (load, id), so dealing n records is O(n) sort passes; the spread of the open packs' loads
-/// never exceeds the window's dearest cost (the lightest pack takes the dearest record), which is
-/// what lets a load and a pack id share one 64-bit word.
+/// deal(): LPT. The records, dearest first, each go to the lightest pack that still has a free
+/// slot (ties to the lower pack id), found by a winner tree over the packs: O(log packs) per
+/// record.
 ///
 /// refine(): each pass sorts a class of packs (full or short) by load and pairs the i-th lightest
 /// with the i-th heaviest; each pair makes the one swap of a record for a record that brings
 /// their loads closest together, if any lowers the heavier. A swap strictly lowers the sum of
 /// squared loads and keeps every load within the class's former range. O(n + packs) per pass.
 ///
-/// Every choice is a comparison of integers with ties broken by rank or pack id, so the result
+/// heaviest_first(): the ids of a range of packs by load, for cutting them into steps.
+///
+/// Every choice is a comparison of integers with ties broken by place or pack id, so the result
 /// depends on the costs alone. The scratch is kept; once warmed up nothing is allocated.
 class pack_dealer {
 public:
@@ -46,10 +45,10 @@ public:
         m_sort.reserve(packs);
     }
 
-    /// Deals `ranks` (ascending) into `full` packs of `size` and `short_packs` packs of
-    /// `short_size` < size. ranks.size() must be full * size + short_packs * short_size; the
-    /// costs are indexed by rank and must be at most 2^(63 - bit_width(packs())).
-    void deal(std::span<const std::uint32_t> ranks, std::span<const std::uint64_t> cost,
+    /// Deals the records at `places` (ascending) into `full` packs of `size` and `short_packs`
+    /// packs of `short_size` < size. places.size() must be full * size + short_packs *
+    /// short_size; the costs are indexed by place and must be at most 2^(63 - bit_width(packs())).
+    void deal(std::span<const std::uint32_t> places, std::span<const std::uint64_t> cost,
               std::size_t full, std::size_t short_packs, std::size_t size, std::size_t short_size) {
         m_size = size;
         m_full = full;
@@ -70,12 +69,12 @@ public:
         for (std::size_t node = leaves; node-- > 1;)
             m_tree[node] = std::min(m_tree[2 * node], m_tree[2 * node + 1]);
         const std::uint64_t id_mask = (std::uint64_t{1} << m_id_bits) - 1;
-        for (const std::uint32_t r : ranks) {
+        for (const std::uint32_t at : places) {
             const auto p = static_cast<std::size_t>(m_tree[1] & id_mask);
             const std::size_t slot = m_count[p]++;
-            m_member[p * size + slot] = r;
-            m_member_cost[p * size + slot] = cost[r];
-            m_load[p] += cost[r];
+            m_member[p * size + slot] = at;
+            m_member_cost[p * size + slot] = cost[at];
+            m_load[p] += cost[at];
             std::size_t node = leaves + p;
             m_tree[node] = m_count[p] < (p < m_full ? size : short_size)
                                ? (m_load[p] << m_id_bits) | p
@@ -97,12 +96,25 @@ public:
     [[nodiscard]] std::size_t packs() const noexcept { return m_packs; }
     [[nodiscard]] std::size_t full_packs() const noexcept { return m_full; }
     [[nodiscard]] std::uint64_t load(std::size_t p) const noexcept { return m_load[p]; }
+    /// The places of pack p's records, ascending (its dearest first).
     [[nodiscard]] std::span<const std::uint32_t> members(std::size_t p) const noexcept {
         return {m_member.data() + p * m_size, m_count[p]};
     }
 
-    /// Packs [first, last) in ascending (load, id): the last call's order, as 64-bit words
-    /// ((load - least) << id bits | id), read back with id_of().
+    /// Writes the ids of packs [first, last) to `out` (of last - first), heaviest first; packs of
+    /// equal load in descending id. One radix sort of the packs' loads: O(last - first) per pass,
+    /// nothing allocated once warmed up.
+    void heaviest_first(std::size_t first, std::size_t last, std::span<std::uint32_t> out) {
+        sort_by_load(first, last);
+        const std::size_t count = last - first;
+        for (std::size_t k = 0; k < count; ++k)
+            out[k] = static_cast<std::uint32_t>(id_of(m_words[count - 1 - k]));
+    }
+
+private:
+    // Packs [first, last) in ascending (load, id), as m_words: one word
+    // ((load - least) << id bits | id) per pack, read with id_of(); the range's least load is
+    // subtracted so that the keys are small and the sort skips the bytes they share.
     void sort_by_load(std::size_t first, std::size_t last) {
         m_words.resize(last - first);
         if (first == last) return;
@@ -112,12 +124,10 @@ public:
             m_words[p - first] = ((m_load[p] - least) << m_id_bits) | p;
         m_sort(m_words, m_id_bits);
     }
-    [[nodiscard]] std::span<const std::uint64_t> sorted_words() const noexcept { return m_words; }
     [[nodiscard]] std::size_t id_of(std::uint64_t word) const noexcept {
         return static_cast<std::size_t>(word & ((std::uint64_t{1} << m_id_bits) - 1));
     }
 
-private:
     bool refine_class(std::size_t first, std::size_t last) {
         const std::size_t count = last - first;
         if (count < 2) return false;
@@ -180,7 +190,7 @@ private:
         const std::uint64_t y_cost = lc[best_l];
         m_load[h] = m_load[h] - x_cost + y_cost;
         m_load[l] = m_load[l] - y_cost + x_cost;
-        // x is dearer than y, so its rank is lower: y moves toward h's end, x toward l's front.
+        // x is dearer than y, so its place is lower: y moves toward h's end, x toward l's front.
         std::size_t a = best_h;
         for (; a + 1 < hn && hm[a + 1] < y; ++a) {
             hm[a] = hm[a + 1];
@@ -208,7 +218,7 @@ private:
     unsigned m_id_bits = 0;
     static constexpr std::uint64_t closed = ~std::uint64_t{0}; // above every open pack's word
 
-    std::vector<std::uint32_t> m_member;      // pack p's members at [p * size, p * size + count)
+    std::vector<std::uint32_t> m_member;      // pack p's places at [p * size, p * size + count)
     std::vector<std::uint64_t> m_member_cost; // and their costs, alongside
     std::vector<std::uint64_t> m_tree;        // winner tree of pack words (deal)
     std::vector<std::size_t> m_count;

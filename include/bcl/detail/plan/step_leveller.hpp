@@ -3,8 +3,9 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/plan/fenwick.hpp>
+
 #include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -24,24 +25,24 @@ namespace bcl::detail::plan {
 /// checked against the new mean, and so on; what is left when no record is too dear goes to
 /// pack_dealer as usual.
 ///
-/// Records are ranks (0 the dearest) over costs sorted descending. Picks use Fenwick trees over
-/// the ranks (which are still free, and the cost of the free ones), so a step of R*B records costs
-/// O(R B log n), and the trees are built only once a window needs them: a window without such a
-/// record costs O(B). All integers, ties to the lower rank.
+/// Records are named by their place in cost order (place 0 the dearest) over costs sorted
+/// descending. Picks use one Fenwick tree over the places (how many records are still free, and
+/// what they cost), so a step of R*B records costs O(R B log n), and the tree is built only once
+/// a window needs it: a window without such a record costs O(B). All integers, ties to the lower
+/// place.
 class step_leveller {
 public:
     void reserve(std::size_t n, std::size_t packs) {
         m_pack_of.reserve(n);
         m_rest.reserve(n);
-        m_count.reserve(n + 1);
-        m_sum.reserve(n + 1);
+        m_free_tree.reserve(n);
         m_load.reserve(packs);
     }
 
     /// Forms up to `steps` levelled steps of `ranks` packs of `batch` records from `cost` (by
-    /// rank, descending; its sum is `total`). Returns how many it formed; their packs are
-    /// numbered step * ranks + k, pack_of() gives a rank's pack (or `none`)
-    /// and rest() the ranks left, ascending. When it forms none, it reads O(batch) costs and
+    /// place, descending; its sum is `total`). Returns how many it formed; their packs are
+    /// numbered step * ranks + k, pack_of() gives the pack of the record at a place (or `none`)
+    /// and rest() the places left, ascending. When it forms none, it reads O(batch) costs and
     /// nothing else: pack_of() and rest() are then not to be read (every record is left).
     std::size_t level(std::span<const std::uint64_t> cost, std::size_t ranks, std::size_t batch,
                       std::size_t steps, std::uint64_t total) {
@@ -57,7 +58,7 @@ public:
         std::size_t formed = 0;
         std::size_t left = n; // free records
         std::uint64_t left_total = total;
-        std::size_t first_free = 0; // the dearest free rank: ranks below it are taken
+        std::size_t first_free = 0; // the dearest free place: places below it are taken
         for (; formed < steps && left >= ranks * batch; ++formed) {
             // The dear record's pack at the least: itself and the B-1 cheapest free records.
             const std::uint64_t least = cost[first_free] + cheapest(batch - 1);
@@ -72,10 +73,10 @@ public:
                     const std::size_t after = batch - 1 - slot; // slots still to fill
                     const std::uint64_t held = load + cheapest(after);
                     const std::uint64_t room = level_cost > held ? level_cost - held : 0;
-                    const std::size_t r = dearest_within(room);
-                    take(r, pack);
-                    load += cost[r];
-                    left_total -= cost[r];
+                    const std::size_t at = dearest_within(room);
+                    take(at, pack);
+                    load += cost[at];
+                    left_total -= cost[at];
                 }
                 m_load.push_back(load);
             }
@@ -84,18 +85,36 @@ public:
         }
         m_rest.clear();
         if (formed > 0)
-            for (std::size_t r = 0; r < n; ++r)
-                if (m_pack_of[r] == none) m_rest.push_back(static_cast<std::uint32_t>(r));
+            for (std::size_t at = 0; at < n; ++at)
+                if (m_pack_of[at] == none) m_rest.push_back(static_cast<std::uint32_t>(at));
         return formed;
     }
 
     static constexpr std::uint32_t none = ~std::uint32_t{0};
 
-    [[nodiscard]] std::uint32_t pack_of(std::size_t r) const noexcept { return m_pack_of[r]; }
+    /// The levelled pack of the record at place `at`, or `none`.
+    [[nodiscard]] std::uint32_t pack_of(std::size_t at) const noexcept { return m_pack_of[at]; }
     [[nodiscard]] std::uint64_t load(std::size_t pack) const noexcept { return m_load[pack]; }
+    /// The places of the records no levelled step took, ascending.
     [[nodiscard]] std::span<const std::uint32_t> rest() const noexcept { return m_rest; }
 
 private:
+    // What the Fenwick tree sums over the places: 1 per free record, and its cost.
+    struct free_records {
+        std::size_t count = 0;
+        std::uint64_t cost = 0;
+        free_records& operator+=(const free_records& o) noexcept {
+            count += o.count;
+            cost += o.cost;
+            return *this;
+        }
+        free_records& operator-=(const free_records& o) noexcept {
+            count -= o.count;
+            cost -= o.cost;
+            return *this;
+        }
+    };
+
     // The level of the next step: the R dearest free records each with its own block of B-1 of
     // the cheapest free records (the dearest record with the cheapest block), the dearest such
     // pack. No plan can put them all in one step for less; several records too dear to balance
@@ -105,74 +124,44 @@ private:
         std::uint64_t cheap_before = 0;
         for (std::size_t k = 0; k < ranks; ++k) {
             const std::uint64_t cheap = cheapest((k + 1) * (batch - 1));
-            level = std::max(level, m_cost[kth_free(k + 1).rank] + cheap - cheap_before);
+            level = std::max(level, m_cost[kth_free(k + 1).place] + cheap - cheap_before);
             cheap_before = cheap;
         }
         return level;
     }
 
-    // Fenwick trees over ranks 1..n (rank r at r + 1): free records and their costs.
+    // Every record free: the tree over the places, and nothing taken.
     void build() {
         m_pack_of.assign(m_n, none);
-        m_count.assign(m_n + 1, 0);
-        m_sum.assign(m_n + 1, 0);
-        for (std::size_t i = 1; i <= m_n; ++i) {
-            m_count[i] += 1;
-            m_sum[i] += m_cost[i - 1];
-            const std::size_t parent = i + (i & (~i + 1));
-            if (parent <= m_n) {
-                m_count[parent] += m_count[i];
-                m_sum[parent] += m_sum[i];
-            }
-        }
-        m_top = std::bit_floor(m_n);
+        m_free_tree.build(m_n, [this](std::size_t at) { return free_records{1, m_cost[at]}; });
         m_free = m_n;
-        m_free_total = m_sum.empty() ? 0 : prefix_sum(m_n);
+        m_free_total = m_free_tree.prefix(m_n).cost;
         m_built = true;
     }
 
-    [[nodiscard]] std::uint64_t prefix_sum(std::size_t i) const noexcept {
-        std::uint64_t s = 0;
-        for (; i > 0; i -= i & (~i + 1)) s += m_sum[i];
-        return s;
-    }
-    [[nodiscard]] std::size_t prefix_count(std::size_t i) const noexcept {
-        std::size_t s = 0;
-        for (; i > 0; i -= i & (~i + 1)) s += m_count[i];
-        return s;
-    }
-
-    // The k-th free rank (k >= 1) and the cost of the free ranks before it, by one descent.
+    // The k-th free place (k >= 1) and the cost of the free records before it, by one descent.
     struct found {
-        std::size_t rank;
+        std::size_t place;
         std::uint64_t before;
     };
     [[nodiscard]] found kth_free(std::size_t k) const noexcept {
-        std::size_t pos = 0;
-        std::uint64_t before = 0;
-        for (std::size_t step = m_top; step > 0; step /= 2) {
-            const std::size_t next = pos + step;
-            if (next <= m_n && m_count[next] < k) {
-                pos = next;
-                k -= m_count[next];
-                before += m_sum[next];
-            }
-        }
-        return {pos, before}; // rank pos (Fenwick index pos + 1)
+        const auto prefix =
+            m_free_tree.longest_prefix_below(k, [](const free_records& f) { return f.count; });
+        return {prefix.length, prefix.sum.cost};
     }
 
     // The cost of the `j` cheapest free records. Before build(), all are free: a plain sum.
     [[nodiscard]] std::uint64_t cheapest(std::size_t j) const noexcept {
         if (!m_built) {
             std::uint64_t s = 0;
-            for (std::size_t r = m_n - j; r < m_n; ++r) s += m_cost[r];
+            for (std::size_t at = m_n - j; at < m_n; ++at) s += m_cost[at];
             return s;
         }
         if (j == 0) return 0;
         return m_free_total - kth_free(m_free - j + 1).before;
     }
 
-    [[nodiscard]] std::size_t last_free() const noexcept { return kth_free(m_free).rank; }
+    [[nodiscard]] std::size_t last_free() const noexcept { return kth_free(m_free).place; }
 
     // The dearest free record costing at most `room`, or the cheapest free one if none does.
     [[nodiscard]] std::size_t dearest_within(std::uint64_t room) const noexcept {
@@ -180,30 +169,25 @@ private:
             std::partition_point(m_cost.begin(), m_cost.end(),
                                  [room](std::uint64_t c) { return c > room; }) -
             m_cost.begin());
-        const std::size_t free_before = prefix_count(from);
-        return free_before == m_free ? last_free() : kth_free(free_before + 1).rank;
+        const std::size_t free_before = m_free_tree.prefix(from).count;
+        return free_before == m_free ? last_free() : kth_free(free_before + 1).place;
     }
 
-    void take(std::size_t r, std::size_t pack) noexcept {
-        m_pack_of[r] = static_cast<std::uint32_t>(pack);
-        for (std::size_t i = r + 1; i <= m_n; i += i & (~i + 1)) {
-            m_count[i] -= 1;
-            m_sum[i] -= m_cost[r];
-        }
+    void take(std::size_t at, std::size_t pack) noexcept {
+        m_pack_of[at] = static_cast<std::uint32_t>(pack);
+        m_free_tree.subtract(at, free_records{1, m_cost[at]});
         --m_free;
-        m_free_total -= m_cost[r];
+        m_free_total -= m_cost[at];
     }
 
     std::span<const std::uint64_t> m_cost;
     std::size_t m_n = 0;
     bool m_built = false;
-    std::size_t m_top = 0;
     std::size_t m_free = 0;
     std::uint64_t m_free_total = 0;
-    std::vector<std::uint32_t> m_pack_of; // by rank: its levelled pack, or none
-    std::vector<std::uint32_t> m_rest;    // free ranks after levelling, ascending
-    std::vector<std::size_t> m_count;     // Fenwick: free ranks
-    std::vector<std::uint64_t> m_sum;     // Fenwick: their costs
+    std::vector<std::uint32_t> m_pack_of; // by place: its levelled pack, or none
+    std::vector<std::uint32_t> m_rest;    // free places after levelling, ascending
+    fenwick<free_records> m_free_tree;    // over the places: the free records and their cost
     std::vector<std::uint64_t> m_load;    // by levelled pack
 };
 

@@ -13,6 +13,11 @@
 //                                       against baseline/sort/R:<R>/K:8/B:16, std::sort of the
 //                                       same costs; gap_to_lb and plan_efficiency from the plan's
 //                                       summary
+//   token_plan/held/R:<R>               one bcl::token_planner held batch of 131,072 lognormal
+//                                       records, T = 16384 (R = 8, 64), read against
+//                                       baseline/sort/N:131072, std::sort of their costs
+//   token_plan/epoch/R:<R>              one rank's share of an epoch of the same records
+//                                       (bcl::token_epoch_planner, K = 8 steps of M = 2)
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
 //                                       and real workloads (bench/workloads), for the table in
 //                                       docs/partitioners.md
@@ -38,6 +43,7 @@
 #include <bcl/bcl.hpp>
 #include <bcl/calibrated_cost.hpp>
 #include <bcl/detail/split/memory/memory_repair.hpp>
+#include <bcl/epoch_plan.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/partition/exact.hpp>
 #include <bcl/partition/karmarkar_karp.hpp>
@@ -45,6 +51,7 @@
 #include <bcl/partition/lpt.hpp>
 #include <bcl/partition/snake.hpp>
 #include <bcl/partition/swap_refinement.hpp>
+#include <bcl/token_plan.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -57,6 +64,7 @@
 #include <memory>
 #include <new>
 #include <numbers>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <span>
@@ -453,6 +461,85 @@ void plan_sort_benchmark(benchmark::State& state) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Token-budget micro-batches
+// ---------------------------------------------------------------------------------------------
+
+/// Records of the token rows: one held batch, or one epoch, of this many lognormal records.
+constexpr std::size_t token_records = 131072;
+/// The token budget of the token rows: 16384 tokens a micro-batch (lognormal(6, 1) lengths, mean
+/// about 660 tokens, fill about 25 records each).
+constexpr std::uint64_t token_budget_tokens = 16384;
+
+/// The pool's lengths, window w, as token counts.
+std::vector<std::uint64_t> tokens_of(const window_pool& pool, std::size_t w) {
+    std::vector<std::uint64_t> t(pool.window);
+    for (std::size_t i = 0; i < pool.window; ++i) t[i] = pool.records[w * pool.window + i].length;
+    return t;
+}
+
+/// token_plan/held/R:<R>: one bcl::token_planner::plan_held() per iteration on a held batch of
+/// 131,072 lognormal records (the default cost L + L^2/24576, computed in integers), T = 16384,
+/// K = 1, the few records above T each alone in a micro-batch. token_plan/epoch/R:<R>: one rank's
+/// share of an epoch of the same records, planned by bcl::token_epoch_planner in windows of K = 8
+/// steps of M = 2 micro-batches. Counters as above (an iteration is the whole batch or epoch, so
+/// allocs_per_window is per epoch on the epoch rows: the share it returns, grown window by
+/// window; the planners' scratch is kept), plus plan_efficiency (the plan's own, per micro-step)
+/// and micro_steps_over_bound (micro-steps over the token bound).
+void token_plan_benchmark(benchmark::State& state, bool epoch) {
+    const auto ranks = static_cast<std::size_t>(state.range(0));
+    const window_pool& pool = *pool_for(lognormal_tokens, token_records, plan_pool_windows);
+    std::vector<std::vector<std::uint64_t>> tokens;
+    for (std::size_t w = 0; w < pool.windows; ++w) tokens.push_back(tokens_of(pool, w));
+    std::vector<std::size_t> order(token_records);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const bcl::token_budget budget{.ranks = ranks, .max_tokens = token_budget_tokens};
+    bcl::token_plan_options opt;
+    opt.oversized_alone = true; // the tail's few records above T each have a micro-batch
+    bcl::token_planner planner;
+    bcl::token_epoch_planner epochs;
+    bcl::token_epoch_share<std::size_t> share;
+    std::vector<bcl::micro_slot> out(token_records);
+    double efficiency_sum = 0.0;
+    double over_sum = 0.0;
+    const auto run = [&](std::size_t w) {
+        if (epoch) {
+            epochs.share(std::span<const std::uint64_t>(tokens[w]), {},
+                         std::span<const std::size_t>(order), budget, 2, 8, 0, opt, share);
+            efficiency_sum += share.efficiency(ranks);
+            over_sum += static_cast<double>(share.micro_steps) /
+                        static_cast<double>(share.micro_steps_bound);
+        } else {
+            const bcl::token_plan_summary s =
+                planner.plan_held(tokens[w], {}, {}, budget, 1, opt, out);
+            efficiency_sum += s.efficiency();
+            over_sum +=
+                static_cast<double>(s.micro_steps) / static_cast<double>(s.micro_steps_bound);
+        }
+    };
+    run(0); // warm-up
+    efficiency_sum = over_sum = 0.0;
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        run(w);
+        benchmark::DoNotOptimize(out.data());
+        ++runs;
+        if (++w == pool.windows) w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, token_records, 0.0, runs, allocations);
+    const double each = static_cast<double>(runs > 0 ? runs : 1);
+    state.counters["plan_efficiency"] = efficiency_sum / each;
+    state.counters["micro_steps_over_bound"] = over_sum / each;
+}
+
+/// baseline/sort/N:131072: std::sort of the same 131,072 costs as the token rows.
+void token_sort_benchmark(benchmark::State& state) {
+    sort_windows(state, token_records, plan_pool_windows);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Memory repair
 // ---------------------------------------------------------------------------------------------
 
@@ -631,6 +718,17 @@ void register_all() {
             register_distribution(src, shape[0], shape[1]);
     for (const std::int64_t k : {64, 256, 1024}) register_memory_repair(k);
     register_global_plan();
+    benchmark::RegisterBenchmark("baseline/sort", token_sort_benchmark)
+        ->ArgNames({"N"})
+        ->Arg(static_cast<std::int64_t>(token_records));
+    for (const std::int64_t r : {8, 64}) {
+        benchmark::RegisterBenchmark("token_plan/held", token_plan_benchmark, false)
+            ->ArgNames({"R"})
+            ->Arg(r);
+        benchmark::RegisterBenchmark("token_plan/epoch", token_plan_benchmark, true)
+            ->ArgNames({"R"})
+            ->Arg(r);
+    }
 }
 
 } // namespace

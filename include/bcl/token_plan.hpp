@@ -6,6 +6,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/plan/word_sort.hpp>
 #include <bcl/detail/random.hpp>
 #include <bcl/detail/tokens/cell_leveller.hpp>
 #include <bcl/detail/tokens/cell_packer.hpp>
@@ -15,6 +16,7 @@
 #include <bcl/global_plan.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -119,9 +121,10 @@ struct token_plan_summary {
 /// records into the cells are made, and the one with the smaller sum over micro-steps kept (ties:
 /// the first): LPT with the token capacity (each record, dearest first, to the cheapest cell with
 /// room; cell_packer), and levelled micro-steps (a record dearer than the mean cell leads a
-/// micro-step of the R dearest, whose other cells are filled up to it; cell_leveller). With K
-/// steps in one plan, records move between the steps (at most K-1) and ranks, which is what lines
-/// the heavy cells up: one step rarely holds R records that dear.
+/// micro-step of the R dearest, whose other cells are filled up to it; cell_leveller). Where
+/// neither packs (costs that do not follow tokens), the records dealt by tokens, largest first.
+/// With K steps in one plan, records move between the steps (at most K-1) and ranks, which is what
+/// lines the heavy cells up: one step rarely holds R records that dear.
 class token_planner {
 public:
     /// Plans `steps` held batches (K; 1 by default): the records are given (`tokens`, and
@@ -228,29 +231,40 @@ public:
             throw error(std::string(who) + ": " + std::to_string(fit) +
                         " records fit the window, fewer than its " + std::to_string(full) +
                         " micro-batches; give a window's worth of records (or last = true)");
+        order_by_cost(std::span<const std::uint64_t>(m_records.cost).first(fit));
+        m_by_cost.assign(m_order.begin(), m_order.end());
         // The longest prefix LPT packs (a shorter one packs if a longer does, as a rule): mostly
-        // all that fit by tokens, or a few records less. So try that, then gallop down (1, 2, 4,
-        // ... records less) to one that packs, then halve the gap above it.
+        // all that fit by tokens, or a few records less. So try that, then gallop down (a step,
+        // then 2, 4, ... steps less) to one that packs, then halve the gap above it until it is
+        // under a step. A step is 1/1024 of the prefix (one record in small windows): each try is
+        // a whole LPT pass, and a window left a step short of the longest is the same window
+        // within 0.1% of its records, which the next window takes.
+        const std::size_t step = std::max<std::size_t>(1, fit / 1024);
         std::size_t lo = fit;
         std::size_t hi = fit; // the longest that may pack
-        for (std::size_t less = 1; lo > full && !packs(lo, full, budget.max_tokens); less *= 2) {
+        bool lo_packs = false;
+        for (std::size_t less = step;; less *= 2) {
+            lo_packs = packs(lo, full, budget.max_tokens);
+            if (lo_packs || lo == full) break;
             hi = lo - 1;
             lo = fit - std::min(fit - full, less);
         }
-        while (lo < hi) {
+        while (lo_packs && hi - lo >= step) {
             const std::size_t mid = lo + (hi - lo + 1) / 2;
             if (packs(mid, full, budget.max_tokens))
                 lo = mid;
             else
                 hi = mid - 1;
         }
-        if (!packs(lo, full, budget.max_tokens))
+        if (!lo_packs)
             throw error(std::string(who) + ": the stream's records do not fill " +
                         std::to_string(full) + " micro-batches of at most " +
                         std::to_string(budget.max_tokens) + " tokens, one record each at least");
+        // The last LPT deal tried is mostly this prefix's: then plan_cells() keeps it.
+        const bool dealt = m_last_packed == lo;
         keep_prefix(lo);
         const std::uint64_t window_tokens = sum(m_unit_tokens);
-        const bool ok = plan_cells(r, steps, micro_batches, budget.max_tokens, false);
+        const bool ok = plan_cells(r, steps, micro_batches, budget.max_tokens, false, dealt);
         (void)ok; // LPT packed this prefix above
         finish(out.first(lo),
                summary_of(r, steps, micro_batches, ceil_div(window_tokens, budget.max_tokens * r),
@@ -342,24 +356,42 @@ private:
     }
 
     // The units by cost, dearest first (ties to the lower index).
-    void order_units() {
-        m_order.resize(m_unit_cost.size());
+    void order_units() { order_by_cost(m_unit_cost); }
+
+    // m_order: the indices of `cost`, dearest first (ties to the lower index). A radix sort of
+    // one word per record ((top - cost) above the index's bits) where the costs leave room for
+    // the index, as the records' own do; a comparison sort otherwise (groups' summed costs).
+    void order_by_cost(std::span<const std::uint64_t> cost) {
+        const std::size_t n = cost.size();
+        m_order.resize(n);
+        const auto index_bits = static_cast<unsigned>(std::bit_width(n));
+        const std::uint64_t top = n == 0 ? 0 : *std::max_element(cost.begin(), cost.end());
+        if (index_bits < 64 && top < (std::uint64_t{1} << (64 - index_bits))) {
+            m_words.resize(n);
+            for (std::size_t i = 0; i < n; ++i) m_words[i] = ((top - cost[i]) << index_bits) | i;
+            m_word_sort(m_words, index_bits);
+            const std::uint64_t mask = (std::uint64_t{1} << index_bits) - 1;
+            for (std::size_t p = 0; p < n; ++p)
+                m_order[p] = static_cast<std::uint32_t>(m_words[p] & mask);
+            return;
+        }
         std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
-        std::sort(m_order.begin(), m_order.end(), [this](std::uint32_t a, std::uint32_t b) {
-            return m_unit_cost[a] > m_unit_cost[b] || (m_unit_cost[a] == m_unit_cost[b] && a < b);
+        std::sort(m_order.begin(), m_order.end(), [cost](std::uint32_t a, std::uint32_t b) {
+            return cost[a] > cost[b] || (cost[a] == cost[b] && a < b);
         });
     }
 
-    // Whether LPT packs the first `count` units into `cells` cells.
+    // Whether LPT packs the first `count` records into `cells` cells: m_by_cost (every record
+    // that may be taken, dearest first, made once per window) filtered to the prefix.
     bool packs(std::size_t count, std::size_t cells, std::uint64_t capacity) {
-        const std::span<const std::uint64_t> t(m_records.tokens.data(), count);
-        const std::span<const std::uint64_t> c(m_records.cost.data(), count);
-        m_order.resize(count);
-        std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
-        std::sort(m_order.begin(), m_order.end(), [&](std::uint32_t a, std::uint32_t b) {
-            return c[a] > c[b] || (c[a] == c[b] && a < b);
-        });
-        return m_packer.deal(m_order, t, c, cells, capacity);
+        m_prefix.clear();
+        for (const std::uint32_t r : m_by_cost)
+            if (r < count) m_prefix.push_back(r);
+        const bool ok = m_packer.deal(
+            m_prefix, std::span<const std::uint64_t>(m_records.tokens).first(count),
+            std::span<const std::uint64_t>(m_records.cost).first(count), cells, capacity);
+        m_last_packed = ok ? count : not_packed;
+        return ok;
     }
 
     void keep_prefix(std::size_t count) {
@@ -373,29 +405,61 @@ private:
 
     // Plans the units into `steps` steps of `micro` micro-steps of R cells each (by_rank: groups
     // kept to their rank). True if it packed; then m_cell_of (by unit) and m_layout hold the plan
-    // kept.
+    // kept. `dealt`: m_packer holds the LPT deal of these units into these cells already, and
+    // m_prefix their order (packs() on the same records).
     bool plan_cells(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity,
-                    bool by_rank) {
+                    bool by_rank, bool dealt = false) {
         if (by_rank) return plan_by_rank(r, steps, micro, capacity);
         const std::size_t cells = r * steps * micro;
-        order_units();
+        if (dealt)
+            m_order.assign(m_prefix.begin(), m_prefix.end());
+        else
+            order_units();
         bool found = false;
         std::uint64_t best = 0;
-        if (m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity)) {
+        if (dealt || m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity)) {
             best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
             m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
             found = true;
-        }
-        if (m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity)) {
-            const std::uint64_t levelled =
-                m_alt_layout.lay_out(m_leveller.cells_of(), m_unit_cost, cells, r, micro);
-            if (!found || levelled < best) {
-                std::swap(m_layout, m_alt_layout);
-                m_cell_of.assign(m_leveller.cells_of().begin(), m_leveller.cells_of().end());
+        } else if (by_tokens_differs()) {
+            // Dealing by cost does not pack; the records by tokens, largest first, may (first fit
+            // decreasing, each to the cheapest cell with room) when costs do not follow tokens.
+            // When they do (the default cost) the order is the same and so would the deal be.
+            if (m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity)) {
+                best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
+                m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
                 found = true;
             }
         }
+        // Levelling forms a micro-step only where the dearest record is above the mean cell;
+        // elsewhere it would deal every record as LPT just did. Where no deal packed at this
+        // count, levelling (the same deal after a few steps) is not tried either: a failed count
+        // then costs one deal, not three.
+        const bool levels = found && m_unit_cost[m_order[0]] * cells > sum(m_unit_cost);
+        if (levels && m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity)) {
+            const std::uint64_t levelled =
+                m_alt_layout.lay_out(m_leveller.cells_of(), m_unit_cost, cells, r, micro);
+            if (levelled < best) {
+                std::swap(m_layout, m_alt_layout);
+                m_cell_of.assign(m_leveller.cells_of().begin(), m_leveller.cells_of().end());
+            }
+        }
         return found;
+    }
+
+    // m_by_tokens: the units by tokens, largest first (ties: the dearer, then the lower index).
+    // False, and m_by_tokens untouched, when that is m_order (costs follow tokens).
+    bool by_tokens_differs() {
+        const auto before = [this](std::uint32_t a, std::uint32_t b) {
+            const std::uint64_t ta = m_unit_tokens[a];
+            const std::uint64_t tb = m_unit_tokens[b];
+            return ta > tb || (ta == tb && (m_unit_cost[a] > m_unit_cost[b] ||
+                                            (m_unit_cost[a] == m_unit_cost[b] && a < b)));
+        };
+        if (std::is_sorted(m_order.begin(), m_order.end(), before)) return false;
+        m_by_tokens.assign(m_order.begin(), m_order.end());
+        std::sort(m_by_tokens.begin(), m_by_tokens.end(), before);
+        return true;
     }
 
     // Groups kept to one rank: each group to a (step, rank) bin of micro * T tokens by LPT, then
@@ -432,8 +496,8 @@ private:
         return true;
     }
 
-    token_plan_summary summary_of(std::size_t r, std::size_t steps, std::size_t micro,
-                                  std::size_t bound, std::uint64_t tokens) const {
+    static token_plan_summary summary_of(std::size_t r, std::size_t steps, std::size_t micro,
+                                         std::size_t bound, std::uint64_t tokens) {
         token_plan_summary s;
         s.ranks = r;
         s.steps = steps;
@@ -505,7 +569,14 @@ private:
     std::vector<std::vector<std::uint32_t>> m_bin_records;
     std::vector<std::uint64_t> m_cell_load;
     std::vector<std::uint32_t> m_sorted;
-    std::vector<std::uint32_t> m_order;   // units, dearest first
+    std::vector<std::uint32_t> m_order;     // units, dearest first
+    std::vector<std::uint32_t> m_by_cost;   // a stream window's records that fit, dearest first
+    std::vector<std::uint32_t> m_prefix;    // those of a prefix
+    std::vector<std::uint32_t> m_by_tokens; // the units by tokens, when not by cost
+    static constexpr std::size_t not_packed = ~std::size_t{0};
+    std::size_t m_last_packed = not_packed; // the prefix of packs()'s last deal, if it packed
+    std::vector<std::uint64_t> m_words;     // sort words
+    detail::plan::word_sort m_word_sort;
     std::vector<std::uint32_t> m_cell_of; // by unit: its cell in the plan kept
     detail::tokens::cell_packer m_packer;
     detail::tokens::cell_packer m_bin_packer;

@@ -7,13 +7,15 @@
 // bit patterns of doubles), so generating them cannot differ between builds either. They cover
 // several shapes (short windows included), packed and padded batching, levelling on and off, a
 // cap, and costs with ties, zeros, subnormals, 1e-300, 1e120 (bcl::max_estimate) and heavy tails;
-// then held batches (bcl::held_batch_planner), whose plan may be verl's split.
+// then held batches (bcl::held_batch_planner), whose plan may be verl's split, and token-budget
+// plans (bcl::token_planner: held batches and stream windows, groups, records alone above T).
 //
 //   plan_digest            prints "windows <count> records <count> digest <hex>"
 
 #include <bcl/cost_estimator.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/held_batch.hpp>
+#include <bcl/token_plan.hpp>
 
 #include <bit>
 #include <cstddef>
@@ -128,6 +130,53 @@ void plan_held(digest_state& d, bcl::held_batch_planner& planner, splitmix& rng,
     absorb(d, out, planner.plan(costs, ranks, batch, opt, out));
 }
 
+// A token plan: a held batch (K of them pooled, groups kept to a rank or a micro-batch, records
+// above T alone, default or given costs) or a stream's windows, its slots and every integer of its
+// summary into the running digest.
+void plan_tokens(digest_state& d, bcl::token_planner& planner, splitmix& rng) {
+    const bcl::token_budget budget{.ranks = 1 + rng.below(6),
+                                   .max_tokens = 16 + rng.below(5000),
+                                   .multiple_of = 1 + rng.below(2)};
+    const std::size_t steps = 1 + rng.below(3);
+    const std::size_t n = budget.ranks * steps * budget.multiple_of * (2 + rng.below(8));
+    std::vector<std::uint64_t> tokens(n);
+    for (std::uint64_t& t : tokens) t = rng.below(budget.max_tokens + (rng.below(50) == 0 ? 9 : 1));
+    std::vector<double> costs;
+    if (rng.below(2) == 0) costs = draw_costs(rng, n);
+    bcl::token_plan_options opt;
+    opt.oversized_alone = true;
+    std::vector<std::uint64_t> groups;
+    if (rng.below(4) == 0) {
+        groups.resize(n);
+        for (std::uint64_t& g : groups) g = rng.below(n / 2 + 1);
+        opt.group_together = rng.below(2) == 0;
+    }
+    std::vector<bcl::micro_slot> out(n);
+    bcl::token_plan_summary s;
+    try {
+        if (rng.below(2) == 0) {
+            s = planner.plan_held(tokens, costs, groups, budget, steps, opt, out);
+        } else {
+            s = planner.plan_stream(tokens, costs, budget, budget.multiple_of, steps, true, opt,
+                                    out);
+        }
+    } catch (const bcl::error&) {
+        d.value = bcl::detail::splitmix64(d.value ^ 0xe7707).next(); // refused alike everywhere
+        return;
+    }
+    d.value =
+        bcl::token_plan_digest(std::span<const bcl::micro_slot>(out).first(s.records), d.value);
+    const bcl::plan_slot figures[] = {
+        {static_cast<std::uint32_t>(s.objective), static_cast<std::uint32_t>(s.objective >> 32)},
+        {static_cast<std::uint32_t>(s.total), static_cast<std::uint32_t>(s.total >> 32)},
+        {static_cast<std::uint32_t>(s.records), static_cast<std::uint32_t>(s.micro_steps)},
+        {static_cast<std::uint32_t>(s.micro_steps_bound), static_cast<std::uint32_t>(s.oversized)},
+    };
+    d.value = bcl::plan_digest(figures, d.value);
+    ++d.windows;
+    d.records += s.records;
+}
+
 } // namespace
 
 int main() {
@@ -154,6 +203,9 @@ int main() {
         const std::size_t batch = small_batches[rng.below(5)];
         plan_held(d, held, rng, ranks, batch);
     }
+    // Token-budget plans: held batches and stream windows.
+    bcl::token_planner tokens;
+    for (int i = 0; i < 2000; ++i) plan_tokens(d, tokens, rng);
     std::printf(
         "windows %llu records %llu digest %016llx\n", static_cast<unsigned long long>(d.windows),
         static_cast<unsigned long long>(d.records), static_cast<unsigned long long>(d.value));

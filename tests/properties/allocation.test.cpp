@@ -12,6 +12,7 @@
 #include <bcl/balancer.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/token_plan.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <new>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -396,6 +398,29 @@ TEST_CASE("bcl::epoch_planner plans an epoch into a share without allocating onc
             bcl::epoch_order(n, true, 1, epoch, order);
             planner.share(std::span<const double>(table), std::span<const std::size_t>(order),
                           shape, 3, {}, share, who);
+        }
+        seen = scope.allocations();
+    }
+    CHECK(seen == 0);
+}
+
+TEST_CASE("bcl::token_planner plans held batches and stream windows without allocating once it "
+          "has planned one of the same size",
+          "[allocation][token_plan]") {
+    std::mt19937_64 gen(6);
+    std::vector<std::uint64_t> tokens(2000);
+    for (auto& t : tokens) t = 1 + gen() % 20000;
+    std::vector<bcl::micro_slot> out(tokens.size());
+    const bcl::token_budget budget{.ranks = 8, .max_tokens = 32768};
+    bcl::token_planner planner;
+    (void)planner.plan_held(tokens, {}, {}, budget, 2, {}, out);
+    (void)planner.plan_stream(tokens, {}, budget, 2, 4, false, {}, out);
+    std::size_t seen = 0;
+    {
+        counting_scope scope;
+        for (int round = 0; round < 3; ++round) {
+            (void)planner.plan_held(tokens, {}, {}, budget, 2, {}, out);
+            (void)planner.plan_stream(tokens, {}, budget, 2, 4, false, {}, out);
         }
         seen = scope.allocations();
     }

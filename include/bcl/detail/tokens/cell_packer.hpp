@@ -62,22 +62,23 @@ public:
             }
             bool placed = false;
             while (!m_heap.empty()) {
-                std::pop_heap(m_heap.begin(), m_heap.end(), later);
-                const entry e = m_heap.back();
-                m_heap.pop_back();
-                const std::uint64_t room = capacity - m_tokens[e.cell];
+                const std::uint32_t cell = m_heap.front().cell;
+                const std::uint64_t room = capacity - m_tokens[cell];
                 if (room >= tokens[r]) {
-                    m_cell_of[r] = e.cell;
-                    m_load[e.cell] += cost[r];
-                    m_tokens[e.cell] += tokens[r];
-                    ++m_count[e.cell];
-                    push({m_load[e.cell], e.cell});
+                    m_cell_of[r] = cell;
+                    m_load[cell] += cost[r];
+                    m_tokens[cell] += tokens[r];
+                    ++m_count[cell];
+                    m_heap.front().load = m_load[cell];
+                    sink_top(); // one pass down instead of a pop and a push
                     placed = true;
                     break;
                 }
+                std::pop_heap(m_heap.begin(), m_heap.end(), later);
+                m_heap.pop_back();
                 // Too full for this record: parked until one small enough comes (by its room,
                 // in `load`), or done for good if no record to come fits it.
-                if (room >= m_least_after[k]) park({room, e.cell});
+                if (room >= m_least_after[k]) park({room, cell});
             }
             if (!placed) return false;
         }
@@ -104,6 +105,21 @@ private:
     void push(entry e) {
         m_heap.push_back(e);
         std::push_heap(m_heap.begin(), m_heap.end(), later);
+    }
+    // Restores the heap after the top's load grew: it moves down past lighter children.
+    void sink_top() noexcept {
+        const std::size_t n = m_heap.size();
+        const entry e = m_heap.front();
+        std::size_t i = 0;
+        for (;;) {
+            std::size_t child = 2 * i + 1;
+            if (child >= n) break;
+            if (child + 1 < n && later(m_heap[child], m_heap[child + 1])) ++child;
+            if (!later(e, m_heap[child])) break;
+            m_heap[i] = m_heap[child];
+            i = child;
+        }
+        m_heap[i] = e;
     }
     // The parked heap: the most room on top (an entry's `load` is its room), ties to the lower
     // cell.

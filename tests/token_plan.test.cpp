@@ -1,0 +1,452 @@
+// bcl::token_planner, as a specification: a held batch (or K of them) and a stream's windows are
+// planned into micro-batches of at most T tokens with the same number on every rank in every step
+// (a multiple of m), none empty, every record exactly once, groups kept to a rank or to one
+// micro-batch; the same plan for the same input; against exhaustive search on tiny batches; bad
+// input refused naming it, the output untouched.
+
+#include "support/distributions.hpp"
+
+#include <bcl/token_plan.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using Catch::Matchers::Contains;
+using slots = std::vector<bcl::micro_slot>;
+
+double default_cost(std::uint64_t t) {
+    return static_cast<double>(t) + static_cast<double>(t) * static_cast<double>(t) / 24576.0;
+}
+
+// Token counts of a test distribution (scaled so that a few records fill a micro-batch).
+std::vector<std::uint64_t> tokens_of(std::size_t n, std::uint64_t seed, std::uint64_t max_tokens) {
+    const auto& list = bcl_test::all_distributions();
+    const std::vector<double> c = list[seed % list.size()].generate(n, seed);
+    const double top = std::max(1e-300, *std::max_element(c.begin(), c.end()));
+    std::vector<std::uint64_t> t(n);
+    for (std::size_t i = 0; i < n; ++i)
+        t[i] = static_cast<std::uint64_t>(std::floor(c[i] / top * static_cast<double>(max_tokens)));
+    return t;
+}
+
+struct cell_key {
+    std::uint32_t step, micro, rank;
+    friend auto operator<=>(const cell_key&, const cell_key&) = default;
+};
+
+// The contract of a plan of `n` records over `steps` steps: every (step, micro, rank) cell of
+// the summary's shape holds a record (so every rank runs as many micro-batches in every step), at
+// most T tokens but a record alone above it; groups on one rank and step (or in one cell).
+void check_plan(const std::vector<std::uint64_t>& tokens, const std::vector<std::uint64_t>& groups,
+                const bcl::token_budget& b, const bcl::token_plan_options& opt, const slots& out,
+                const bcl::token_plan_summary& s) {
+    const std::size_t n = s.records;
+    REQUIRE(s.ranks == b.ranks);
+    REQUIRE(s.micro_batches % b.multiple_of == 0);
+    std::map<cell_key, std::vector<std::size_t>> cells;
+    for (std::size_t i = 0; i < n; ++i) {
+        REQUIRE(out[i].rank < b.ranks);
+        REQUIRE(out[i].step < s.steps);
+        REQUIRE(out[i].micro < s.micro_batches);
+        cells[{out[i].step, out[i].micro, out[i].rank}].push_back(i);
+    }
+    // Every cell of every micro-step holds a record: equal counts on every rank, none empty.
+    REQUIRE(cells.size() == s.micro_steps * b.ranks);
+    std::size_t alone = 0;
+    for (const auto& [key, members] : cells) {
+        std::uint64_t sum = 0;
+        for (const std::size_t i : members) sum += tokens[i];
+        if (members.size() == 1 && tokens[members[0]] > b.max_tokens) {
+            REQUIRE(opt.oversized_alone);
+            ++alone;
+        } else {
+            REQUIRE(sum <= b.max_tokens);
+        }
+    }
+    REQUIRE(s.oversized == alone);
+    if (!groups.empty()) {
+        std::map<std::uint64_t, std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>>>
+            where;
+        for (std::size_t i = 0; i < n; ++i)
+            where[groups[i]].insert(
+                {out[i].step, out[i].rank, opt.group_together ? out[i].micro : 0U});
+        for (const auto& [g, places] : where) REQUIRE(places.size() == 1);
+    }
+    // The token bound counts what the tokens need; the plan uses at least that.
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < n; ++i) sum += std::min(tokens[i], b.max_tokens);
+    const std::uint64_t per_step = b.max_tokens * b.ranks;
+    REQUIRE(s.micro_steps_bound == std::max<std::uint64_t>(1, (sum + per_step - 1) / per_step));
+    REQUIRE(s.micro_steps >= s.micro_steps_bound);
+}
+
+// The sum over micro-steps of the dearest cell, in cost units, from the slots and costs.
+double objective_of(const slots& out, std::size_t n,
+                    const std::function<double(std::size_t)>& cost) {
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::map<std::uint32_t, double>> step;
+    for (std::size_t i = 0; i < n; ++i) step[{out[i].step, out[i].micro}][out[i].rank] += cost(i);
+    double sum = 0.0;
+    for (const auto& [k, ranks] : step) {
+        double top = 0.0;
+        for (const auto& [r, c] : ranks) top = std::max(top, c);
+        sum += top;
+    }
+    return sum;
+}
+
+} // namespace
+
+TEST_CASE("token plan: held batches keep the contract on every shape and distribution",
+          "[token_plan]") {
+    std::mt19937_64 gen(11);
+    bcl::token_planner planner;
+    std::size_t plans = 0;
+    for (int trial = 0; trial < 1500; ++trial) {
+        const bcl::token_budget b{
+            .ranks = 1 + gen() % 6, .max_tokens = 8 + gen() % 120, .multiple_of = 1 + gen() % 3};
+        const std::size_t steps = 1 + gen() % 3;
+        const std::size_t n = b.ranks * steps * b.multiple_of * (1 + gen() % 6) + gen() % 7;
+        const std::vector<std::uint64_t> tokens = tokens_of(n, gen(), b.max_tokens);
+        bcl::token_plan_options opt;
+        std::vector<std::uint64_t> groups;
+        if (trial % 5 == 1) {
+            groups.resize(n);
+            for (auto& g : groups) g = gen() % (n / 2 + 1);
+            opt.group_together = trial % 10 == 1;
+        }
+        std::vector<double> costs;
+        if (trial % 3 == 2) {
+            costs = bcl_test::lognormal_costs(n, gen());
+        }
+        CAPTURE(trial, b.ranks, b.max_tokens, b.multiple_of, steps, n, tokens, groups);
+        slots out(n);
+        try {
+            const bcl::token_plan_summary s =
+                planner.plan_held(tokens, costs, groups, b, steps, opt, out);
+            REQUIRE(s.records == n);
+            REQUIRE(s.steps == steps);
+            check_plan(tokens, groups, b, opt, out, s);
+            // The summary's objective is the plan's, in cost units.
+            const auto cost = [&](std::size_t i) {
+                return costs.empty() ? default_cost(tokens[i]) : costs[i];
+            };
+            const double objective = objective_of(out, n, cost);
+            CHECK(s.cost_of(s.objective) == Approx(objective).epsilon(1e-6).margin(1e-9));
+            CHECK(s.objective >= s.lower_bound);
+            ++plans;
+        } catch (const bcl::error& e) {
+            // Only a batch that cannot fill R micro-batches of a multiple of m is refused; with
+            // groups kept to a rank or a micro-batch, so can one whose groups are too few.
+            const std::string what = e.what();
+            CAPTURE(what);
+            REQUIRE((what.find("do not fill") != std::string::npos ||
+                     what.find("above max_tokens") != std::string::npos));
+        }
+    }
+    CHECK(plans > 900);
+}
+
+TEST_CASE("token plan: the plan is a function of its input alone", "[token_plan]") {
+    const std::vector<std::uint64_t> tokens = tokens_of(500, 1, 4096);
+    const bcl::token_budget b{.ranks = 4, .max_tokens = 4096};
+    slots a(500);
+    slots c(500);
+    bcl::token_planner first;
+    bcl::token_planner second;
+    const auto s1 = first.plan_held(tokens, {}, {}, b, 2, {}, a);
+    (void)second.plan_held(tokens_of(300, 9, 4096), {}, {}, b, 1, {}, std::span(c).first(300));
+    const auto s2 = second.plan_held(tokens, {}, {}, b, 2, {}, c);
+    REQUIRE(a == c);
+    REQUIRE(s1.digest == s2.digest);
+    REQUIRE(s1.digest == bcl::token_plan_digest(a));
+    // A plan that differs in one slot has another digest; digests chain.
+    slots d = a;
+    d[17].micro ^= 1U;
+    CHECK(bcl::token_plan_digest(d) != s1.digest);
+    CHECK(bcl::token_plan_digest(a, 1) != bcl::token_plan_digest(a, 2));
+}
+
+TEST_CASE("token plan: the micro-batch count is the token bound, rounded up to m, where the "
+          "records pack",
+          "[token_plan]") {
+    // 8 ranks, 64 records a rank of 1..2000 tokens, T = 16384: LPT packs at the bound.
+    std::mt19937_64 gen(5);
+    bcl::token_planner planner;
+    std::size_t at_bound = 0;
+    constexpr int batches = 200;
+    for (int k = 0; k < batches; ++k) {
+        std::vector<std::uint64_t> tokens(512);
+        for (auto& t : tokens) t = 1 + gen() % 2000;
+        slots out(tokens.size());
+        const auto s =
+            planner.plan_held(tokens, {}, {}, {.ranks = 8, .max_tokens = 16384}, 1, {}, out);
+        at_bound += s.micro_steps == s.micro_steps_bound;
+        REQUIRE(s.micro_steps <= s.micro_steps_bound + 1);
+    }
+    CHECK(at_bound >= batches * 9 / 10);
+    // m rounds the count up.
+    const std::vector<std::uint64_t> tokens(48, 100);
+    slots out(48);
+    bcl::token_planner p;
+    CHECK(p.plan_held(tokens, {}, {}, {.ranks = 2, .max_tokens = 1000}, 1, {}, out).micro_batches ==
+          3);
+    CHECK(
+        p.plan_held(tokens, {}, {}, {.ranks = 2, .max_tokens = 1000, .multiple_of = 2}, 1, {}, out)
+            .micro_batches == 4);
+}
+
+TEST_CASE("token plan: against exhaustive search on tiny batches", "[token_plan]") {
+    // Every assignment of n records to R*M cells: the least M that packs them (none empty, none
+    // above T) and, at it, the least sum over micro-steps (cells, dearest first, cut into steps
+    // of R is the best cut of any given cells).
+    std::mt19937_64 gen(21);
+    bcl::token_planner planner;
+    int same_count = 0;
+    int optimal = 0;
+    int cases = 0;
+    double worst = 0.0;
+    for (int trial = 0; trial < 300; ++trial) {
+        const std::size_t r = 2;
+        const std::size_t n = 4 + gen() % 4;
+        const std::uint64_t t_max = 10;
+        std::vector<std::uint64_t> tokens(n);
+        for (auto& t : tokens) t = 1 + gen() % 7;
+        std::vector<double> costs(n);
+        for (auto& c : costs) c = static_cast<double>(1 + gen() % 20);
+        std::size_t best_m = 0;
+        double best = std::numeric_limits<double>::infinity();
+        for (std::size_t m = 1; m * r <= n && best_m == 0; ++m) {
+            const std::size_t cells = r * m;
+            std::vector<std::size_t> cell(n, 0);
+            for (;;) {
+                std::vector<double> load(cells, 0.0);
+                std::vector<std::uint64_t> tok(cells, 0);
+                std::vector<int> count(cells, 0);
+                for (std::size_t i = 0; i < n; ++i) {
+                    load[cell[i]] += costs[i];
+                    tok[cell[i]] += tokens[i];
+                    ++count[cell[i]];
+                }
+                if (std::all_of(count.begin(), count.end(), [](int c) { return c > 0; }) &&
+                    std::all_of(tok.begin(), tok.end(), [&](auto x) { return x <= t_max; })) {
+                    std::sort(load.rbegin(), load.rend());
+                    double sum = 0.0;
+                    for (std::size_t k = 0; k < cells; k += r) sum += load[k];
+                    best = std::min(best, sum);
+                    best_m = m;
+                }
+                std::size_t i = 0;
+                while (i < n && ++cell[i] == cells) cell[i++] = 0;
+                if (i == n) break;
+            }
+        }
+        if (best_m == 0) continue;
+        ++cases;
+        slots out(n);
+        const auto s =
+            planner.plan_held(tokens, costs, {}, {.ranks = r, .max_tokens = t_max}, 1, {}, out);
+        check_plan(tokens, {}, {.ranks = r, .max_tokens = t_max}, {}, out, s);
+        REQUIRE(s.micro_batches >= best_m);
+        if (s.micro_batches == best_m) {
+            ++same_count;
+            const double ours = objective_of(out, n, [&](std::size_t i) { return costs[i]; });
+            REQUIRE(ours >= best - 1e-9);
+            optimal += ours <= best + 1e-9;
+            worst = std::max(worst, ours / best - 1.0);
+        }
+    }
+    // The figures docs/tokens.md gives (299 of 300 at the least count, 204 of those optimal, 29%
+    // above the best at worst): costs here do not follow tokens, the hardest case for the deals.
+    CAPTURE(cases, same_count, optimal, worst);
+    CHECK(same_count >= cases * 98 / 100);
+    CHECK(optimal >= same_count * 65 / 100);
+    CHECK(worst <= 0.3);
+}
+
+TEST_CASE("token plan: a record above T is refused naming it, or alone in its micro-batch",
+          "[token_plan][errors]") {
+    std::vector<std::uint64_t> tokens(16, 100);
+    tokens[5] = 1001;
+    bcl::token_planner planner;
+    slots out(16, bcl::micro_slot{9, 9, 9});
+    const bcl::token_budget b{.ranks = 2, .max_tokens = 1000};
+    REQUIRE_THROWS_WITH(planner.plan_held(tokens, {}, {}, b, 1, {}, out),
+                        Contains("record 5 has 1001 tokens, above max_tokens (1000)"));
+    REQUIRE(out[0] == bcl::micro_slot{9, 9, 9});
+    bcl::token_plan_options alone;
+    alone.oversized_alone = true;
+    const auto s = planner.plan_held(tokens, {}, {}, b, 1, alone, out);
+    check_plan(tokens, {}, b, alone, out, s);
+    CHECK(s.oversized == 1);
+    for (std::size_t i = 0; i < 16; ++i)
+        if (i != 5) CHECK_FALSE((out[i].micro == out[5].micro && out[i].rank == out[5].rank));
+}
+
+TEST_CASE("token plan: groups stay on one rank, or in one micro-batch", "[token_plan]") {
+    std::mt19937_64 gen(3);
+    std::vector<std::uint64_t> tokens(96);
+    for (auto& t : tokens) t = 1 + gen() % 600;
+    std::vector<std::uint64_t> groups(96);
+    for (std::size_t i = 0; i < 96; ++i) groups[i] = 1000 + i / 4; // 24 groups of 4
+    bcl::token_planner planner;
+    slots out(96);
+    const bcl::token_budget b{.ranks = 4, .max_tokens = 4096};
+    for (const bool together : {false, true}) {
+        bcl::token_plan_options opt;
+        opt.group_together = together;
+        const auto s = planner.plan_held(tokens, {}, groups, b, 1, opt, out);
+        check_plan(tokens, groups, b, opt, out, s);
+    }
+    // A group above T cannot share one micro-batch.
+    std::vector<std::uint64_t> big(8, 600);
+    const std::vector<std::uint64_t> one_group(8, 7);
+    bcl::token_plan_options together;
+    together.group_together = true;
+    slots few(8);
+    REQUIRE_THROWS_WITH(
+        planner.plan_held(big, {}, one_group, {.ranks = 1, .max_tokens = 1000}, 1, together, few),
+        Contains("group 7 has 4800 tokens, above max_tokens (1000)"));
+}
+
+TEST_CASE("token plan: bad input is an error naming the field, and the output is untouched",
+          "[token_plan][errors]") {
+    const std::vector<std::uint64_t> tokens(12, 10);
+    slots out(12, bcl::micro_slot{7, 7, 7});
+    bcl::token_planner planner;
+    const auto refused = [&](auto&& call, const std::string& words) {
+        CAPTURE(words);
+        REQUIRE_THROWS_AS(call(), bcl::error);
+        REQUIRE_THROWS_WITH(call(), Contains(words));
+        REQUIRE(std::all_of(out.begin(), out.end(), [](const bcl::micro_slot& s) {
+            return s == bcl::micro_slot{7, 7, 7};
+        }));
+    };
+    const bcl::token_budget ok{.ranks = 2, .max_tokens = 100};
+    refused(
+        [&] {
+            return planner.plan_held(tokens, {}, {}, {.ranks = 0, .max_tokens = 100}, 1, {}, out);
+        },
+        "must all be at least 1");
+    refused(
+        [&] {
+            return planner.plan_held(tokens, {}, {}, {.ranks = 2, .max_tokens = 0}, 1, {}, out);
+        },
+        "must all be at least 1");
+    refused(
+        [&] {
+            return planner.plan_held(tokens, {}, {},
+                                     {.ranks = 2, .max_tokens = 100, .multiple_of = 0}, 1, {}, out);
+        },
+        "must all be at least 1");
+    refused([&] { return planner.plan_held(tokens, {}, {}, ok, 0, {}, out); },
+            "must all be at least 1");
+    refused(
+        [&] {
+            return planner.plan_held(
+                tokens, {}, {}, {.ranks = 2, .max_tokens = std::uint64_t{1} << 32}, 1, {}, out);
+        },
+        "above 2^31");
+    refused(
+        [&] { return planner.plan_held(tokens, std::vector<double>(11, 1.0), {}, ok, 1, {}, out); },
+        "11 costs for 12 records");
+    refused(
+        [&] {
+            return planner.plan_held(tokens, {}, std::vector<std::uint64_t>(3, 1), ok, 1, {}, out);
+        },
+        "3 group ids for 12 records");
+    refused([&] { return planner.plan_held(tokens, {}, {}, ok, 1, {}, std::span(out).first(11)); },
+            "11 slots for 12 records");
+    std::vector<double> bad(12, 1.0);
+    bad[4] = std::numeric_limits<double>::quiet_NaN();
+    refused([&] { return planner.plan_held(tokens, bad, {}, ok, 1, {}, out); },
+            "the cost at index 4 is nan");
+    refused(
+        [&] {
+            return planner.plan_held(tokens, {}, {},
+                                     {.ranks = 2, .max_tokens = 100, .multiple_of = 7}, 1, {}, out);
+        },
+        "do not fill 2 ranks' micro-batches");
+    refused(
+        [&] {
+            return planner.plan_held(std::vector<std::uint64_t>{}, {}, {}, ok, 1, {},
+                                     std::span(out).first(0));
+        },
+        "no records to plan");
+    refused(
+        [&] {
+            return planner.plan_stream(tokens, {},
+                                       {.ranks = 2, .max_tokens = 100, .multiple_of = 2}, 3, 1,
+                                       false, {}, out);
+        },
+        "a positive multiple of multiple_of");
+    bcl::token_plan_options fill;
+    fill.max_fill = 1.5;
+    refused([&] { return planner.plan_stream(tokens, {}, ok, 2, 1, false, fill, out); },
+            "max_fill must be in (0, 1]");
+}
+
+TEST_CASE("token plan: a stream's windows take records from its front, K steps of M "
+          "micro-batches each, and its last window what is left",
+          "[token_plan]") {
+    std::mt19937_64 gen(8);
+    std::vector<std::uint64_t> stream(5000);
+    for (auto& t : stream) t = 1 + gen() % 3000;
+    const bcl::token_budget b{.ranks = 4, .max_tokens = 8192, .multiple_of = 2};
+    bcl::token_planner planner;
+    std::size_t first = 0;
+    std::size_t windows = 0;
+    slots out(stream.size());
+    while (first < stream.size()) {
+        const std::span<const std::uint64_t> rest =
+            std::span<const std::uint64_t>(stream).subspan(first);
+        const bool last = true;
+        const auto s = planner.plan_stream(rest, {}, b, 4, 3, last, {}, out);
+        const std::vector<std::uint64_t> taken(rest.begin(),
+                                               rest.begin() + std::ptrdiff_t(s.records));
+        check_plan(taken, {}, b, {}, out, s);
+        if (first + s.records < stream.size()) {
+            // A full window: 3 steps of 4, packed to the token bound or one micro-step past it.
+            CHECK(s.micro_steps == 12);
+            CHECK(s.steps == 3);
+            CHECK(s.micro_steps <= s.micro_steps_bound + 1);
+            // It took the longest prefix that packs, to 1/1024 of the records that fit: that many
+            // records more do not pack (dealt as the plan deals them, dearest first, each to the
+            // cheapest cell with room).
+            std::size_t fit = 0;
+            for (std::uint64_t sum = 0; fit < rest.size() && sum + rest[fit] <= 12 * 4 * 8192;)
+                sum += rest[fit++];
+            const std::size_t resolution = std::max<std::size_t>(1, fit / 1024);
+            std::vector<std::uint64_t> more(
+                rest.begin(), rest.begin() + std::ptrdiff_t(std::min(fit, s.records + resolution)));
+            std::vector<std::uint64_t> cost(more.size());
+            for (std::size_t i = 0; i < more.size(); ++i)
+                cost[i] = more[i] * 24576 + more[i] * more[i];
+            std::vector<std::uint32_t> order(more.size());
+            std::iota(order.begin(), order.end(), 0U);
+            std::sort(order.begin(), order.end(), [&](auto x, auto y) {
+                return cost[x] > cost[y] || (cost[x] == cost[y] && x < y);
+            });
+            bcl::detail::tokens::cell_packer packer;
+            CHECK_FALSE(packer.deal(order, more, cost, 48, 8192));
+        } else {
+            CHECK(s.micro_steps % 2 == 0);
+        }
+        first += s.records;
+        ++windows;
+    }
+    CHECK(windows > 3);
+}

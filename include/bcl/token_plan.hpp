@@ -200,6 +200,11 @@ public:
             throw error(std::string(who) + ": micro_batches is " + std::to_string(micro_batches) +
                         "; it must be a positive multiple of multiple_of (" + std::to_string(m) +
                         ")");
+        if (micro_batches > max_plan_records / (r * steps))
+            throw error(std::string(who) + ": " + std::to_string(r) + " ranks * " +
+                        std::to_string(steps) + " steps * " + std::to_string(micro_batches) +
+                        " micro-batches is above the " + std::to_string(max_plan_records) +
+                        " cells a plan may hold");
         if (!(opt.max_fill > 0.0 && opt.max_fill <= 1.0))
             throw error(std::string(who) + ": max_fill must be in (0, 1] (got " +
                         std::to_string(opt.max_fill) + ")");
@@ -289,11 +294,13 @@ private:
     }
 
     // The units a plan deals: each record, or with group_together each group (its records'
-    // tokens and costs summed). m_unit_of[record] is its unit; m_group_of its group (by rank).
+    // tokens and costs summed). m_unit_of[record] is its unit; m_group_of its group (by rank);
+    // m_unit_alone marks the units above T, each of which closes its micro-batch.
     void make_units(std::span<const std::uint64_t> groups, bool together, std::uint64_t max_tokens,
                     std::string_view who) {
         const std::size_t n = m_records.tokens.size();
         m_group_of.clear();
+        m_unit_alone.assign(m_records.alone.begin(), m_records.alone.end());
         if (groups.empty()) {
             m_unit_tokens.assign(m_records.tokens.begin(), m_records.tokens.end());
             m_unit_cost.assign(m_records.cost.begin(), m_records.cost.end());
@@ -321,13 +328,23 @@ private:
             m_group_cost[m_group_of[i]] += m_records.cost[i];
         }
         if (together) {
+            m_unit_alone.assign(count, 0);
             for (std::size_t k = 0; k < n; ++k) {
                 const std::uint32_t i = m_sorted[k];
-                if (m_group_tokens[m_group_of[i]] > max_tokens)
+                const std::uint32_t group = m_group_of[i];
+                // A record above T (counted as T tokens) fills its micro-batch alone, so its
+                // group holds nothing else.
+                const bool alone_with_others =
+                    m_records.alone[i] != 0 && m_group_tokens[group] == max_tokens &&
+                    ((k > 0 && m_group_of[m_sorted[k - 1]] == group) ||
+                     (k + 1 < n && m_group_of[m_sorted[k + 1]] == group));
+                if (m_group_tokens[group] > max_tokens || alone_with_others)
                     throw error(std::string(who) + ": group " + std::to_string(groups[i]) +
-                                " has " + std::to_string(m_group_tokens[m_group_of[i]]) +
-                                " tokens, above max_tokens (" + std::to_string(max_tokens) +
-                                "), and its records must share one micro-batch");
+                                " has " + std::to_string(m_group_tokens[group]) +
+                                " tokens, above max_tokens (" + std::to_string(max_tokens) + ")" +
+                                (alone_with_others ? " with its record above it" : "") +
+                                ", and its records must share one micro-batch");
+                m_unit_alone[group] |= m_records.alone[i];
             }
             m_unit_tokens = m_group_tokens;
             m_unit_cost = m_group_cost;
@@ -354,18 +371,20 @@ private:
     bool packs(std::size_t count, std::size_t cells, std::uint64_t capacity) {
         const std::span<const std::uint64_t> t(m_records.tokens.data(), count);
         const std::span<const std::uint64_t> c(m_records.cost.data(), count);
+        const std::span<const std::uint8_t> alone(m_records.alone.data(), count);
         m_order.resize(count);
         std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
         std::sort(m_order.begin(), m_order.end(), [&](std::uint32_t a, std::uint32_t b) {
             return c[a] > c[b] || (c[a] == c[b] && a < b);
         });
-        return m_packer.deal(m_order, t, c, cells, capacity);
+        return m_packer.deal(m_order, t, c, cells, capacity, alone);
     }
 
     void keep_prefix(std::size_t count) {
         m_unit_tokens.resize(count);
         m_unit_cost.resize(count);
         m_unit_of.resize(count);
+        m_unit_alone.resize(count);
         m_records.tokens.resize(count);
         m_records.cost.resize(count);
         m_records.alone.resize(count);
@@ -381,12 +400,13 @@ private:
         order_units();
         bool found = false;
         std::uint64_t best = 0;
-        if (m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity)) {
+        if (m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity, m_unit_alone)) {
             best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
             m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
             found = true;
         }
-        if (m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity)) {
+        if (m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity,
+                            m_unit_alone)) {
             const std::uint64_t levelled =
                 m_alt_layout.lay_out(m_leveller.cells_of(), m_unit_cost, cells, r, micro);
             if (!found || levelled < best) {
@@ -421,7 +441,8 @@ private:
             m_bin_records[m_bin_of_group[m_group_of[u]]].push_back(u);
         m_cell_load.assign(bins * micro, 0);
         for (std::size_t b = 0; b < bins; ++b) {
-            if (!m_bin_packer.deal(m_bin_records[b], m_unit_tokens, m_unit_cost, micro, capacity))
+            if (!m_bin_packer.deal(m_bin_records[b], m_unit_tokens, m_unit_cost, micro, capacity,
+                                   m_unit_alone))
                 return false;
             for (const std::uint32_t u : m_bin_records[b])
                 m_cell_of[u] = static_cast<std::uint32_t>(b * micro + m_bin_packer.cell_of(u));
@@ -432,8 +453,8 @@ private:
         return true;
     }
 
-    token_plan_summary summary_of(std::size_t r, std::size_t steps, std::size_t micro,
-                                  std::size_t bound, std::uint64_t tokens) const {
+    static token_plan_summary summary_of(std::size_t r, std::size_t steps, std::size_t micro,
+                                         std::size_t bound, std::uint64_t tokens) {
         token_plan_summary s;
         s.ranks = r;
         s.steps = steps;
@@ -497,8 +518,9 @@ private:
     detail::tokens::token_records m_records;
     std::vector<std::uint64_t> m_unit_tokens; // by unit
     std::vector<std::uint64_t> m_unit_cost;
-    std::vector<std::uint32_t> m_unit_of;  // by record: its unit
-    std::vector<std::uint32_t> m_group_of; // by unit: its group (groups kept to a rank)
+    std::vector<std::uint32_t> m_unit_of;   // by record: its unit
+    std::vector<std::uint8_t> m_unit_alone; // by unit: above T, closing its micro-batch
+    std::vector<std::uint32_t> m_group_of;  // by unit: its group (groups kept to a rank)
     std::vector<std::uint64_t> m_group_tokens;
     std::vector<std::uint64_t> m_group_cost;
     std::vector<std::uint32_t> m_bin_of_group;

@@ -50,10 +50,12 @@ echo "== bench/python/bench_stream.py (quick)"
 # Fails if a stream's batch count is wrong or its cv reduction on ShareGPT is not the sampler's.
 "$venv/bin/python" bench/python/bench_stream.py --n 30000 --repeats 2
 
-echo "== bench/python/bench_padding.py and bench_plan_batches.py"
-# Both fail if any sampler gives ranks different batch counts.
+echo "== bench/python/bench_padding.py, bench_plan_batches.py and bench_micro_batches.py (quick)"
+# All fail if any plan gives ranks different batch counts; bench_micro_batches.py also if bcl
+# plans a micro-batch above max_tokens.
 "$venv/bin/python" bench/python/bench_padding.py
 "$venv/bin/python" bench/python/bench_plan_batches.py
+"$venv/bin/python" bench/python/bench_micro_batches.py --batches 10
 
 echo "== examples/python/train_ddp.py --smoke --running-mean --policy bcl,global"
 # A bounded wait: two ranks that cannot reach each other would otherwise wait for gloo's timeout.

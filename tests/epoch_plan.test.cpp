@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,7 @@ TEST_CASE("epoch plan: the order is the documented integer shuffle of (seed, epo
           "0..N-1 without shuffle",
           "[epoch_plan]") {
     std::vector<std::size_t> order;
-    for (const std::uint64_t epoch : {0, 1, 17}) {
+    for (const std::uint64_t epoch : {0U, 1U, 17U}) {
         bcl::epoch_order(1000, true, 5, epoch, order);
         REQUIRE(order == bcl_test::reference_order(1000, 5, epoch, true));
         index_list sorted = order;
@@ -197,4 +198,91 @@ TEST_CASE("epoch plan: the cost table's digest reads costs as the planner does",
     REQUIRE(bcl::cost_table_digest(a) == bcl::cost_table_digest(b));
     REQUIRE(bcl::cost_table_digest(a) != bcl::cost_table_digest(c));
     REQUIRE(bcl::cost_table_digest(a) != bcl::cost_table_digest(std::vector<double>{1.0, 0.0}));
+}
+
+namespace {
+
+// Every rank's token share of one epoch, checked against the contract: as many micro-batches on
+// every rank in every step (a multiple of m), none empty, at most T tokens each, the same digest
+// on every rank, and over all ranks every record of the order exactly once.
+void check_token_epoch(const std::vector<std::uint64_t>& tokens, const index_list& order,
+                       const bcl::token_budget& b, std::size_t micro, std::size_t lookahead) {
+    bcl::token_epoch_planner planner;
+    std::vector<bcl::token_epoch_share<std::size_t>> shares(b.ranks);
+    for (std::size_t r = 0; r < b.ranks; ++r)
+        planner.share<std::size_t>(tokens, {}, order, b, micro, lookahead, r, {}, shares[r]);
+    std::vector<std::size_t> seen;
+    for (const auto& s : shares) {
+        REQUIRE(s.digest == shares[0].digest);
+        REQUIRE(s.steps == shares[0].steps);
+        REQUIRE(s.micro_batches() == shares[0].micro_batches());
+        REQUIRE(s.micro_batches() == s.micro_steps);
+        for (std::size_t step = 0; step + 1 < s.steps.size(); ++step)
+            REQUIRE((s.steps[step + 1] - s.steps[step]) % b.multiple_of == 0);
+        for (std::size_t i = 0; i < s.micro_batches(); ++i) {
+            const auto batch = s.micro_batch(i);
+            REQUIRE_FALSE(batch.empty());
+            std::uint64_t sum = 0;
+            for (const std::size_t index : batch) sum += tokens[index];
+            REQUIRE(sum <= b.max_tokens);
+            seen.insert(seen.end(), batch.begin(), batch.end());
+        }
+    }
+    std::vector<std::size_t> expected(order.begin(), order.end());
+    std::sort(expected.begin(), expected.end());
+    std::sort(seen.begin(), seen.end());
+    REQUIRE(seen == expected);
+}
+
+} // namespace
+
+TEST_CASE("token epoch: over all ranks every record of the order comes out once, in "
+          "micro-batches of at most T tokens, as many on every rank in every step",
+          "[epoch_plan][tokens]") {
+    std::size_t planned = 0;
+    for (std::uint64_t seed = 0; seed < 120; ++seed) {
+        std::mt19937_64 gen(seed);
+        const bcl::token_budget b{
+            .ranks = 1 + gen() % 5, .max_tokens = 64 + gen() % 4000, .multiple_of = 1 + gen() % 2};
+        const std::size_t micro = b.multiple_of * (1 + gen() % 3);
+        const std::size_t lookahead = 1 + gen() % 3;
+        // Records of at most T/4 tokens: every tail of R*m records or more plans, so every epoch
+        // of that many does; the count is any, so that the epoch's tail is any size.
+        const std::size_t n = b.ranks * b.multiple_of + gen() % 700;
+        std::vector<std::uint64_t> tokens(n);
+        const std::vector<double> shape = table_of(n, seed);
+        const double top = std::max(1e-300, *std::max_element(shape.begin(), shape.end()));
+        for (std::size_t i = 0; i < n; ++i)
+            tokens[i] = 1 + static_cast<std::uint64_t>(shape[i] / top *
+                                                       static_cast<double>(b.max_tokens / 4 - 1));
+        const index_list order = bcl_test::reference_order(n, seed, 0, true);
+        INFO("seed " << seed << ", " << n << " records, R " << b.ranks << ", T " << b.max_tokens
+                     << ", m " << b.multiple_of << ", M " << micro << ", K " << lookahead);
+        check_token_epoch(tokens, order, b, micro, lookahead);
+        ++planned;
+    }
+    REQUIRE(planned == 120);
+}
+
+TEST_CASE("token epoch: a tail too short to plan alone joins the window before it; an epoch "
+          "no plan can fill is refused",
+          "[epoch_plan][tokens]") {
+    const bcl::token_budget b{.ranks = 2, .max_tokens = 10, .multiple_of = 1};
+    // A window holds 20 tokens: 6, 6, 4, 4 fill it; the last record (3 tokens) cannot give both
+    // ranks a micro-batch alone, so it is planned with them, two micro-steps.
+    const std::vector<std::uint64_t> tokens{6, 6, 4, 4, 3};
+    const index_list order{0, 1, 2, 3, 4};
+    check_token_epoch(tokens, order, b, 1, 1);
+    bcl::token_epoch_planner planner;
+    bcl::token_epoch_share<std::size_t> share;
+    planner.share<std::size_t>(tokens, {}, order, b, 1, 1, 0, {}, share);
+    CHECK(share.windows == 1);
+    CHECK(share.micro_steps == 2);
+    // Three records of T tokens each on two ranks: each is a micro-batch of its own, and the
+    // ranks cannot run as many. The share is left as it was.
+    const std::vector<std::uint64_t> full{10, 10, 10};
+    REQUIRE_THROWS_AS(
+        planner.share<std::size_t>(full, {}, index_list{0, 1, 2}, b, 1, 1, 0, {}, share),
+        bcl::error);
+    CHECK(share.micro_steps == 2);
 }

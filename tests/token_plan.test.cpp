@@ -322,6 +322,42 @@ TEST_CASE("token plan: groups stay on one rank, or in one micro-batch", "[token_
         Contains("group 7 has 4800 tokens, above max_tokens (1000)"));
 }
 
+TEST_CASE("token plan: groups kept to a rank are planned whenever one record a micro-batch is a "
+          "plan",
+          "[token_plan]") {
+    // R*K*m records of at most T tokens each, each its own group: a record a micro-batch always
+    // fits, so the count is there to find. A deal by cost alone leaves a dear record alone in
+    // its (step, rank) bin of m micro-batches.
+    bcl::token_planner planner;
+    std::size_t planned = 0;
+    for (std::uint64_t seed = 0; seed < 300; ++seed) {
+        std::mt19937_64 gen(seed);
+        const bcl::token_budget b{
+            .ranks = 1 + gen() % 4, .max_tokens = 16 + gen() % 100, .multiple_of = 1 + gen() % 3};
+        const std::size_t steps = 1 + gen() % 3;
+        const std::size_t n = b.ranks * steps * b.multiple_of;
+        std::vector<std::uint64_t> tokens(n);
+        for (auto& t : tokens) t = 1 + gen() % b.max_tokens;
+        std::vector<std::uint64_t> groups(n);
+        std::iota(groups.begin(), groups.end(), std::uint64_t{0});
+        slots out(n);
+        INFO("seed " << seed);
+        const auto s = planner.plan_held(tokens, {}, groups, b, steps, {}, out);
+        check_plan(tokens, groups, b, {}, out, s);
+        ++planned;
+    }
+    REQUIRE(planned == 300);
+    // The smallest case found: 8 records, R = 2, K = 2, m = 2, T = 64.
+    const std::vector<std::uint64_t> tokens{55, 41, 33, 18, 20, 3, 5, 2};
+    std::vector<std::uint64_t> groups(8);
+    std::iota(groups.begin(), groups.end(), std::uint64_t{0});
+    const bcl::token_budget b{.ranks = 2, .max_tokens = 64, .multiple_of = 2};
+    slots out(8);
+    const auto s = planner.plan_held(tokens, {}, groups, b, 2, {}, out);
+    check_plan(tokens, groups, b, {}, out, s);
+    CHECK(s.micro_steps == 4);
+}
+
 TEST_CASE("token plan: bad input is an error naming the field, and the output is untouched",
           "[token_plan][errors]") {
     const std::vector<std::uint64_t> tokens(12, 10);

@@ -40,12 +40,19 @@ WORKLOADS = {
 }
 
 
-def karmarkar_karp_equal(values, k):
-    """R = k groups of len(values) / k indices each, by largest differencing (see above)."""
+def karmarkar_karp(values, k, equal_size):
+    """k groups of the indices of `values` by largest differencing (see above): with equal_size
+    len(values) / k each (the rollouts sorted and cut into runs of k, each run a state of k
+    one-item sets), else of any size (each rollout a state of its own: one one-item set and k - 1
+    empty ones), as verl's karmarkar_karp(..., equal_size) starts. Each group in ascending order.
+    """
     order = sorted(range(len(values)), key=lambda i: (values[i], i))
+    step = k if equal_size else 1
+    runs = [order[o : o + step] for o in range(0, len(order), step)]
     heap = []
-    for run, offset in enumerate(range(0, len(order), k)):
-        sets = sorted(([values[i], [i]] for i in order[offset : offset + k]), reverse=True)
+    for run, items in enumerate(runs):
+        sets = sorted(([values[i], [i]] for i in items), reverse=True)
+        sets += [[0, []] for _ in range(k - len(items))]
         heapq.heappush(heap, (-(sets[0][0] - sets[-1][0]), run, sets))
     count = len(heap)
     while len(heap) > 1:
@@ -56,6 +63,11 @@ def karmarkar_karp_equal(values, k):
         heapq.heappush(heap, (-(merged[0][0] - merged[-1][0]), count, merged))
         count += 1
     return [sorted(s[1]) for s in heap[0][2]]
+
+
+def karmarkar_karp_equal(values, k):
+    """R = k groups of len(values) / k indices each, by largest differencing (see above)."""
+    return karmarkar_karp(values, k, equal_size=True)
 
 
 def efficiency(micro_batches, costs):

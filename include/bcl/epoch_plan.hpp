@@ -299,8 +299,11 @@ public:
     /// the default L + L^2/24576): windows of `lookahead` (K) steps of `micro_batches` (M)
     /// micro-batches on every rank, each window the records of the order that fill it
     /// (bcl::token_planner::plan_stream), the last window what is left in as few micro-steps as
-    /// fit. `out` is written only on success. Throws bcl::error (prefixed with `who`) for an
-    /// index without tokens, a rank not below R, and what plan_stream throws. O(N log N).
+    /// fit (with the window before it, when what is left is too few records to plan alone; an
+    /// epoch that still cannot fill every rank's micro-batches, e.g. an odd count of records of
+    /// T tokens each on two ranks, is refused). `out` is written only on success. Throws bcl::error
+    /// (prefixed with `who`) for an index without tokens, a rank not below R, and what plan_stream
+    /// throws. O(N log N).
     template <class Index>
     void share(std::span<const std::uint64_t> tokens, std::span<const double> costs,
                std::span<const Index> order, const token_budget& budget, std::size_t micro_batches,
@@ -316,6 +319,7 @@ public:
         const std::size_t n = order.size();
         const std::uint64_t capacity = budget.ranks * lookahead * micro_batches *
                                        std::max<std::uint64_t>(budget.max_tokens, 1);
+        const std::size_t window_cells = budget.ranks * lookahead * micro_batches;
         token_epoch_share<Index> share;
         share.offsets.assign(1, 0);
         share.steps.assign(1, 0);
@@ -333,7 +337,17 @@ public:
                 m_tokens.push_back(tokens[index]);
                 if (!costs.empty()) m_costs.push_back(costs[index]);
             }
-            const bool last = first + m_tokens.size() == n;
+            // A short tail after the window goes with it: plan_stream() decides whether the
+            // tail can be planned alone, and otherwise plans the window and the tail together.
+            std::size_t end = first + m_tokens.size();
+            if (end < n && n - end < window_cells) {
+                for (; end < n; ++end) {
+                    const std::size_t index = checked_index(order[end], tokens.size(), who);
+                    m_tokens.push_back(tokens[index]);
+                    if (!costs.empty()) m_costs.push_back(costs[index]);
+                }
+            }
+            const bool last = end == n;
             m_slots.resize(m_tokens.size());
             const token_plan_summary s = m_planner.plan_stream(
                 m_tokens, m_costs, budget, micro_batches, lookahead, last, opt, m_slots, who);

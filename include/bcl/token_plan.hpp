@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -189,7 +190,9 @@ public:
     /// as fit, up to max_fill of the window's tokens; the summary's `records` says how many; give
     /// at least a window's worth). With `last` (the stream's end), a window that can hold every
     /// record left takes them all in as few micro-steps as fit (a multiple of m, the last step
-    /// short if fewer than M remain). Writes out[i] for the records taken. Throws bcl::error as
+    /// short if fewer than M remain); so does a window whose records left after it are too few
+    /// to be planned alone (fewer than R a micro-step their tokens need), the window then longer
+    /// than K steps. Writes out[i] for the records taken. Throws bcl::error as
     /// plan_held() does, and for too few records to give every micro-batch one.
     token_plan_summary plan_stream(std::span<const std::uint64_t> tokens,
                                    std::span<const double> costs, const token_budget& budget,
@@ -203,6 +206,11 @@ public:
             throw error(std::string(who) + ": micro_batches is " + std::to_string(micro_batches) +
                         "; it must be a positive multiple of multiple_of (" + std::to_string(m) +
                         ")");
+        if (micro_batches > max_plan_records / (r * steps))
+            throw error(std::string(who) + ": " + std::to_string(r) + " ranks * " +
+                        std::to_string(steps) + " steps * " + std::to_string(micro_batches) +
+                        " micro-batches is above the " + std::to_string(max_plan_records) +
+                        " cells a plan may hold");
         if (!(opt.max_fill > 0.0 && opt.max_fill <= 1.0))
             throw error(std::string(who) + ": max_fill must be in (0, 1] (got " +
                         std::to_string(opt.max_fill) + ")");
@@ -260,6 +268,9 @@ public:
             throw error(std::string(who) + ": the stream's records do not fill " +
                         std::to_string(full) + " micro-batches of at most " +
                         std::to_string(budget.max_tokens) + " tokens, one record each at least");
+        // At the stream's end, records left after this window that cannot fill every rank's
+        // micro-batches alone (too few for the micro-steps their tokens need) join it.
+        if (last && !tail_plans(lo, budget)) return plan_rest(out, budget, micro_batches, who);
         // The last LPT deal tried is mostly this prefix's: then plan_cells() keeps it.
         const bool dealt = m_last_packed == lo;
         keep_prefix(lo);
@@ -303,11 +314,13 @@ private:
     }
 
     // The units a plan deals: each record, or with group_together each group (its records'
-    // tokens and costs summed). m_unit_of[record] is its unit; m_group_of its group (by rank).
+    // tokens and costs summed). m_unit_of[record] is its unit; m_group_of its group (by rank);
+    // m_unit_alone marks the units above T, each of which closes its micro-batch.
     void make_units(std::span<const std::uint64_t> groups, bool together, std::uint64_t max_tokens,
                     std::string_view who) {
         const std::size_t n = m_records.tokens.size();
         m_group_of.clear();
+        m_unit_alone.assign(m_records.alone.begin(), m_records.alone.end());
         if (groups.empty()) {
             m_unit_tokens.assign(m_records.tokens.begin(), m_records.tokens.end());
             m_unit_cost.assign(m_records.cost.begin(), m_records.cost.end());
@@ -335,13 +348,23 @@ private:
             m_group_cost[m_group_of[i]] += m_records.cost[i];
         }
         if (together) {
+            m_unit_alone.assign(count, 0);
             for (std::size_t k = 0; k < n; ++k) {
                 const std::uint32_t i = m_sorted[k];
-                if (m_group_tokens[m_group_of[i]] > max_tokens)
+                const std::uint32_t group = m_group_of[i];
+                // A record above T (counted as T tokens) fills its micro-batch alone, so its
+                // group holds nothing else.
+                const bool alone_with_others =
+                    m_records.alone[i] != 0 && m_group_tokens[group] == max_tokens &&
+                    ((k > 0 && m_group_of[m_sorted[k - 1]] == group) ||
+                     (k + 1 < n && m_group_of[m_sorted[k + 1]] == group));
+                if (m_group_tokens[group] > max_tokens || alone_with_others)
                     throw error(std::string(who) + ": group " + std::to_string(groups[i]) +
-                                " has " + std::to_string(m_group_tokens[m_group_of[i]]) +
-                                " tokens, above max_tokens (" + std::to_string(max_tokens) +
-                                "), and its records must share one micro-batch");
+                                " has " + std::to_string(m_group_tokens[group]) +
+                                " tokens, above max_tokens (" + std::to_string(max_tokens) + ")" +
+                                (alone_with_others ? " with its record above it" : "") +
+                                ", and its records must share one micro-batch");
+                m_unit_alone[group] |= m_records.alone[i];
             }
             m_unit_tokens = m_group_tokens;
             m_unit_cost = m_group_cost;
@@ -387,9 +410,10 @@ private:
         m_prefix.clear();
         for (const std::uint32_t r : m_by_cost)
             if (r < count) m_prefix.push_back(r);
-        const bool ok = m_packer.deal(
-            m_prefix, std::span<const std::uint64_t>(m_records.tokens).first(count),
-            std::span<const std::uint64_t>(m_records.cost).first(count), cells, capacity);
+        const bool ok =
+            m_packer.deal(m_prefix, std::span<const std::uint64_t>(m_records.tokens).first(count),
+                          std::span<const std::uint64_t>(m_records.cost).first(count), cells,
+                          capacity, std::span<const std::uint8_t>(m_records.alone).first(count));
         m_last_packed = ok ? count : not_packed;
         return ok;
     }
@@ -398,6 +422,7 @@ private:
         m_unit_tokens.resize(count);
         m_unit_cost.resize(count);
         m_unit_of.resize(count);
+        m_unit_alone.resize(count);
         m_records.tokens.resize(count);
         m_records.cost.resize(count);
         m_records.alone.resize(count);
@@ -417,7 +442,8 @@ private:
             order_units();
         bool found = false;
         std::uint64_t best = 0;
-        if (dealt || m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity)) {
+        if (dealt ||
+            m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity, m_unit_alone)) {
             best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
             m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
             found = true;
@@ -425,7 +451,8 @@ private:
             // Dealing by cost does not pack; the records by tokens, largest first, may (first fit
             // decreasing, each to the cheapest cell with room) when costs do not follow tokens.
             // When they do (the default cost) the order is the same and so would the deal be.
-            if (m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity)) {
+            if (m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity,
+                              m_unit_alone)) {
                 best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
                 m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
                 found = true;
@@ -435,8 +462,10 @@ private:
         // elsewhere it would deal every record as LPT just did. Where no deal packed at this
         // count, levelling (the same deal after a few steps) is not tried either: a failed count
         // then costs one deal, not three.
-        const bool levels = found && m_unit_cost[m_order[0]] * cells > sum(m_unit_cost);
-        if (levels && m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity)) {
+        // (h * c > S as h > S / c: a group's summed cost times the cells may pass 2^64.)
+        const bool levels = found && m_unit_cost[m_order[0]] > sum(m_unit_cost) / cells;
+        if (levels && m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity,
+                                      m_unit_alone)) {
             const std::uint64_t levelled =
                 m_alt_layout.lay_out(m_leveller.cells_of(), m_unit_cost, cells, r, micro);
             if (levelled < best) {
@@ -474,18 +503,73 @@ private:
             return m_group_cost[a] > m_group_cost[b] ||
                    (m_group_cost[a] == m_group_cost[b] && a < b);
         });
-        if (!m_packer.deal(m_order, m_group_tokens, m_group_cost, bins, capacity * micro))
-            return false;
-        m_bin_of_group.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
-        // Each bin's records, dearest first, dealt into its micro cells.
+        m_groups_by_cost.assign(m_order.begin(), m_order.end());
+        // LPT by cost balances the bins, but may leave a bin fewer records than its micro cells
+        // (a dear group alone); then the groups are dealt by count, which fills every bin that
+        // the records' number allows.
+        if (m_packer.deal(m_order, m_group_tokens, m_group_cost, bins, capacity * micro)) {
+            m_bin_of_group.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
+            if (fill_bins(r, steps, micro, capacity)) return true;
+        }
+        return deal_groups_by_count(bins, capacity * micro) && fill_bins(r, steps, micro, capacity);
+    }
+
+    // Deals the groups (dearest first) each to the bin with the fewest records that has room for
+    // its tokens, the cheaper of those first, into m_bin_of_group. O(G log B) unless bins are
+    // full (then the full ones are passed over, each once per group).
+    bool deal_groups_by_count(std::size_t bins, std::uint64_t room) {
+        const std::size_t groups = m_group_tokens.size();
+        m_group_records.assign(groups, 0);
+        for (const std::uint32_t g : m_group_of) ++m_group_records[g];
+        const auto after = [](const bin_entry& a, const bin_entry& b) {
+            return std::tie(a.records, a.load, a.bin) > std::tie(b.records, b.load, b.bin);
+        };
+        std::vector<bin_entry>& heap = m_bin_heap;
+        std::vector<bin_entry>& passed = m_bin_passed;
+        heap.clear();
+        for (std::size_t b = 0; b < bins; ++b)
+            heap.push_back({0, 0, 0, static_cast<std::uint32_t>(b)});
+        m_bin_of_group.assign(groups, 0);
+        for (const std::uint32_t g : m_groups_by_cost) {
+            passed.clear();
+            while (!heap.empty() && heap.front().tokens + m_group_tokens[g] > room) {
+                std::pop_heap(heap.begin(), heap.end(), after);
+                passed.push_back(heap.back());
+                heap.pop_back();
+            }
+            const bool placed = !heap.empty();
+            if (placed) {
+                std::pop_heap(heap.begin(), heap.end(), after);
+                bin_entry& e = heap.back();
+                e.records += m_group_records[g];
+                e.load += m_group_cost[g];
+                e.tokens += m_group_tokens[g];
+                m_bin_of_group[g] = e.bin;
+                std::push_heap(heap.begin(), heap.end(), after);
+            }
+            for (const bin_entry& e : passed) {
+                heap.push_back(e);
+                std::push_heap(heap.begin(), heap.end(), after);
+            }
+            if (!placed) return false;
+        }
+        return true;
+    }
+
+    // Deals each bin's records (dearest first) into its micro cells, and lays the cells out.
+    bool fill_bins(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity) {
+        const std::size_t bins = r * steps;
         order_units();
         m_cell_of.assign(m_unit_cost.size(), 0);
-        m_bin_records.assign(bins, {});
+        m_bin_records.resize(bins);
+        for (auto& records : m_bin_records) records.clear();
         for (const std::uint32_t u : m_order)
             m_bin_records[m_bin_of_group[m_group_of[u]]].push_back(u);
         m_cell_load.assign(bins * micro, 0);
         for (std::size_t b = 0; b < bins; ++b) {
-            if (!m_bin_packer.deal(m_bin_records[b], m_unit_tokens, m_unit_cost, micro, capacity))
+            if (m_bin_records[b].size() < micro ||
+                !m_bin_packer.deal(m_bin_records[b], m_unit_tokens, m_unit_cost, micro, capacity,
+                                   m_unit_alone))
                 return false;
             for (const std::uint32_t u : m_bin_records[b])
                 m_cell_of[u] = static_cast<std::uint32_t>(b * micro + m_bin_packer.cell_of(u));
@@ -529,6 +613,19 @@ private:
         m_summary = s;
     }
 
+    // Whether the records after the first `count` have enough records for the micro-steps
+    // their tokens need (R records a micro-step, a multiple of m), so that they may be planned
+    // alone: a count too small for that can never plan.
+    [[nodiscard]] bool tail_plans(std::size_t count, const token_budget& budget) const {
+        const std::size_t n = m_records.tokens.size();
+        std::uint64_t tokens = 0;
+        for (std::size_t i = count; i < n; ++i) tokens += m_records.tokens[i];
+        const std::size_t least =
+            round_up(std::max<std::size_t>(ceil_div(tokens, budget.max_tokens * budget.ranks), 1),
+                     budget.multiple_of);
+        return least <= (n - count) / budget.ranks;
+    }
+
     // The stream's last records, all in as few micro-steps as fit (a multiple of m; the last
     // step short when fewer than M micro-batches are left).
     token_plan_summary plan_rest(std::span<micro_slot> out, const token_budget& budget,
@@ -561,11 +658,20 @@ private:
     detail::tokens::token_records m_records;
     std::vector<std::uint64_t> m_unit_tokens; // by unit
     std::vector<std::uint64_t> m_unit_cost;
-    std::vector<std::uint32_t> m_unit_of;  // by record: its unit
-    std::vector<std::uint32_t> m_group_of; // by unit: its group (groups kept to a rank)
+    std::vector<std::uint32_t> m_unit_of;   // by record: its unit
+    std::vector<std::uint8_t> m_unit_alone; // by unit: above T, closing its micro-batch
+    std::vector<std::uint32_t> m_group_of;  // by unit: its group (groups kept to a rank)
     std::vector<std::uint64_t> m_group_tokens;
     std::vector<std::uint64_t> m_group_cost;
     std::vector<std::uint32_t> m_bin_of_group;
+    struct bin_entry { // a (step, rank) bin while groups are dealt by count
+        std::uint64_t records, load, tokens;
+        std::uint32_t bin;
+    };
+    std::vector<bin_entry> m_bin_heap;
+    std::vector<bin_entry> m_bin_passed;
+    std::vector<std::uint32_t> m_groups_by_cost; // groups, dearest first
+    std::vector<std::uint64_t> m_group_records;  // by group: its records
     std::vector<std::vector<std::uint32_t>> m_bin_records;
     std::vector<std::uint64_t> m_cell_load;
     std::vector<std::uint32_t> m_sorted;

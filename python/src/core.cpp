@@ -3,7 +3,8 @@
 // (cost_table.hpp) and run them through a bcl::balancer in a C++ loop (epoch.hpp), handing each
 // batch back as a list of ints. Streams (bcl.balance) push chunks of records with the costs Python
 // computed into a bcl::balancer over their arrival positions and hand the records back in batches
-// (stream.hpp). bcl::error becomes the Python exception bcl.Error (a ValueError) with the
+// (stream.hpp). Token-budget micro-batches (bcl.plan_micro_batches, the sampler's token mode)
+// are token_epoch.hpp's. bcl::error becomes the Python exception bcl.Error (a ValueError) with the
 // library's message.
 
 #include "cost_table.hpp"
@@ -11,6 +12,7 @@
 #include "global_epoch.hpp"
 #include "index_input.hpp"
 #include "stream.hpp"
+#include "token_epoch.hpp"
 
 #include <bcl/bcl.hpp>
 #include <bcl/held_batch.hpp>
@@ -308,6 +310,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("level_steps"),
         "bcl.plan_batches: each rank's micro-batches of one held global batch "
         "(bcl::held_batch_planner).");
+    define_token_plans(m);
     define_epoch<index_cost>(
         m, "epoch", [](const std::shared_ptr<const cost_table>& t) { return index_cost{t}; });
     define_epoch<index_cost_memory>(

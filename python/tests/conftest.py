@@ -1,8 +1,12 @@
 """Shared helpers and hypothesis settings for the bcl Python tests."""
 
+import pickle
+
 import numpy as np
 import pytest
+import torch
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 from bcl import _distributed, _sampler, _state
 
@@ -26,6 +30,37 @@ def sequence_costs(n, seed=0):
 @pytest.fixture
 def costs_1000():
     return sequence_costs(1000)
+
+
+class Indexed(torch.utils.data.Dataset):
+    """A dataset whose item i is i: a DataLoader over it hands out the sampler's batches."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i
+
+
+def check_resume(make, fresh, data):
+    """A state taken after a drawn number of batches handed out and a drawn number of those
+    consumed, pickled and loaded into fresh(), resumes make()'s epoch exactly: the rest of it,
+    and len() the epoch's."""
+    expected = list(make())
+    handed_out = data.draw(st.integers(0, len(expected)))
+    consumed = data.draw(st.integers(0, handed_out))
+    first = make()
+    it = iter(first)
+    for _ in range(handed_out):
+        next(it)
+    state = pickle.loads(pickle.dumps(first.state_dict(consumed=consumed)))
+    second = fresh()
+    second.load_state_dict(state)
+    assert len(second) == len(expected)
+    assert expected[:consumed] + list(second) == expected
 
 
 def resealed(state, **changes):

@@ -7,6 +7,7 @@ import collections
 
 from hypothesis import strategies as st
 
+import bcl
 import forked
 
 #: Values a random edit puts in a state's fields.
@@ -14,6 +15,34 @@ VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
     st.text(max_size=5), st.binary(max_size=16), st.lists(st.integers(-5, 300), max_size=40),
 )  # fmt: skip
+
+
+def load(make, state):
+    """Loads `state` into a fresh sampler of make(): (the sampler, None) if it loads, else (None,
+    outcome): "refused" (a bcl.Error, and the sampler's next pass is an untouched one's),
+    "changed by a refused load", or "other exception"."""
+    sampler, untouched = make(), make()
+    try:
+        sampler.load_state_dict(state)
+    except bcl.Error as e:
+        if list(sampler) != list(untouched):
+            return None, ("changed by a refused load", str(e))
+        return None, ("refused", str(e))
+    except Exception as e:  # noqa: BLE001 - any other exception is a finding
+        return None, ("other exception", f"{type(e).__name__}: {e}")
+    return sampler, None
+
+
+def rest_of_its_epoch(make, sampler):
+    """("exact", None) if what a loaded distributed sampler hands out is the end of the epoch it
+    claims (as a fresh sampler of make() plans it), else ("wrong epoch", counts)."""
+    claimed = make()
+    claimed.set_epoch(sampler.epoch)
+    whole = list(claimed)
+    rest = list(sampler)
+    if rest != whole[len(whole) - len(rest) :]:
+        return ("wrong epoch", f"{len(rest)} of {len(whole)}")
+    return ("exact", None)
 
 
 def run_group(tampers, trial):

@@ -1,7 +1,8 @@
-"""The samplers' protocol, the same for both samplers: each iterator is a pass of its own, a state
-describes the iterator started last and says when its epoch is finished, a copy (pickle,
-deepcopy) continues where the sampler stood, and every input (epoch, seed, cap, costs, shape) is
-checked where it enters, by one rule and in the user's words."""
+"""The samplers' protocol, the same for both samplers (and the distributed one's token mode):
+each iterator is a pass of its own, a state describes the iterator started last and says when
+its epoch is finished, a copy (pickle, deepcopy) continues where the sampler stood, and every
+input (epoch, seed, cap, costs, shape) is checked where it enters, by one rule and in the user's
+words."""
 
 import copy
 import os
@@ -33,7 +34,19 @@ def distributed(**options):
                                                **options)  # fmt: skip
 
 
-SAMPLERS = {"BalancedBatchSampler": rank_local, "DistributedBalancedBatchSampler": distributed}
+def token_mode(**options):
+    lengths = np.random.default_rng(7).integers(1, 1000, N)
+    return bcl.DistributedBalancedBatchSampler(num_replicas=2, rank=1, lookahead=3,
+                                               lengths=lengths, max_tokens=1200, micro_batches=2,
+                                               **options)  # fmt: skip
+
+
+SAMPLERS = {
+    "BalancedBatchSampler": rank_local, "DistributedBalancedBatchSampler": distributed,
+    "DistributedBalancedBatchSampler, token mode": token_mode,
+}  # fmt: skip
+# The samplers that take a cap (token mode plans every record at its own cost).
+CAPPED = [rank_local, distributed]
 
 
 @pytest.fixture(params=list(SAMPLERS))
@@ -227,6 +240,7 @@ def test_a_seed_outside_0_to_2_63_is_refused_at_construction(make, seed):
         make(seed=seed)
 
 
+@pytest.mark.parametrize("make", CAPPED)
 @pytest.mark.parametrize("cap", ["p0", "p100", "p99999", "p100.0"])
 def test_a_quantile_cap_outside_p0_to_p100_is_refused_alike_everywhere(make, cap):
     with pytest.raises(bcl.Error, match=r"cap.quantile must be in \(0, 1\)"):
@@ -235,6 +249,7 @@ def test_a_quantile_cap_outside_p0_to_p100_is_refused_alike_everywhere(make, cap
         bcl.plan_batches(np.ones(8), 2, 2, cap=cap)
 
 
+@pytest.mark.parametrize("make", CAPPED)
 @pytest.mark.parametrize("cap", [0.0, -1.0, float("inf"), float("nan")])
 def test_a_fixed_cap_must_be_finite_and_positive_everywhere(make, cap):
     with pytest.raises(bcl.Error, match="cap.value must be finite and > 0"):

@@ -13,7 +13,7 @@ from torch.utils.data import DistributedSampler
 
 import bcl
 
-from conftest import resealed, sequence_costs
+from conftest import Indexed, resealed, sequence_costs
 
 
 class Shuffled:
@@ -333,17 +333,6 @@ def test_consumed_further_back_than_the_prefetch_limit_or_ahead_is_an_error():
     with pytest.raises(bcl.Error, match="consumed must be an integer"):
         sampler.state_dict(consumed=3.0)
     assert sampler.state_dict(consumed=32)["running"] is True
-
-
-class Indexed(torch.utils.data.Dataset):
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        return i
 
 
 @pytest.mark.parametrize("workers, prefetch", [(0, None), (2, 1), (2, 2), (4, 2), (4, 4)])

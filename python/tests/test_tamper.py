@@ -89,16 +89,10 @@ def trial(config, state, head, tamper, reseal, loader=build):
     bad = tamper(dict(state))
     if reseal and isinstance(bad, dict):
         bad = resealed(bad)
-    sampler, untouched = loader(config), loader(config)
-    try:
-        sampler.load_state_dict(bad)
-    except bcl.Error as e:
-        # Nothing changed: the sampler's next epoch is the one an untouched sampler gives.
-        if list(sampler) != list(untouched):
-            return ("changed by a refused load", str(e))
-        return ("refused", str(e))
-    except Exception as e:  # noqa: BLE001 - any other exception is a finding
-        return ("other exception", f"{type(e).__name__}: {e}")
+    # Refused: nothing changed, the sampler's next epoch is the one an untouched sampler gives.
+    sampler, refused = tampering.load(lambda: loader(config), bad)
+    if refused:
+        return refused
     epoch = list(sampler.sampler)  # the indices of the epoch the loaded state is in
     rest = list(sampler)
     if bad.get("finished") is True:

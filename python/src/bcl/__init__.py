@@ -16,8 +16,10 @@ tokenized texts), balanced rank-locally:
   themselves, with ``state_dict()``/``load_state_dict()`` for exact resume;
 - ``bcl.BalancedIterableDataset``, the same as a stage of an IterableDataset pipeline.
 
-``bcl.plan_batches`` plans a global batch a trainer already holds. ``bcl.Error`` (a
-``ValueError``) carries the C++ library's messages.
+``bcl.plan_batches`` plans a global batch a trainer already holds into micro-batches of B records;
+``bcl.plan_micro_batches`` plans it into micro-batches of at most T tokens, as many on every rank
+(the sampler's ``max_tokens=`` and ``micro_batches=`` do the same for a map-style dataset's
+epochs). ``bcl.Error`` (a ``ValueError``) carries the C++ library's messages.
 """
 
 from ._core import Error
@@ -27,6 +29,7 @@ from ._dataset import BalancedIterableDataset
 from ._distributed import DistributedBalancedBatchSampler, plan_batches
 from ._sampler import BalancedBatchSampler
 from ._stream import BalancedStream, balance
+from ._tokens import MicroBatchPlan, plan_micro_batches
 
 Error.__module__ = "bcl"
 
@@ -37,8 +40,10 @@ __all__ = [
     "BalancedStream",
     "DistributedBalancedBatchSampler",
     "Error",
+    "MicroBatchPlan",
     "__version__",
     "affine_quadratic",
     "balance",
     "plan_batches",
+    "plan_micro_batches",
 ]

@@ -1,5 +1,6 @@
 """bcl.DistributedBalancedBatchSampler and bcl.plan_batches: the global plan (bcl::plan_window)
-for map-style datasets, where every rank sees the whole epoch's order and cost table."""
+for map-style datasets, where every rank sees the whole epoch's order and cost table; in batches
+of B indices, or (with max_tokens=) in micro-batches of at most T tokens (_tokens.TokenShape)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from . import _inputs as inputs
 from ._core import Error
 from ._protocol import StatefulBatchSampler
 from ._state import Reader
+from ._tokens import TokenShape
 
 STATE_FORMAT = "bcl.DistributedBalancedBatchSampler/2"
 # Format 1's checksum did not cover the settings.
@@ -57,8 +59,26 @@ def _digest_group(process_group: Any, num_replicas: int) -> Any:
     return dist.group.WORLD
 
 
+def _departs(value: Any, default: Any) -> bool:
+    """Whether an argument was given another value than its default (an array always is)."""
+    if value is default:
+        return False
+    if default is None or not isinstance(value, (bool, int, str, np.generic)):
+        return True
+    return bool(value != default)
+
+
+def _only_defaults(arguments: tuple, why: str) -> None:
+    """bcl.Error for the first (name, value, default) of `arguments` given another value than
+    its default, in the words of `why` (a format of name and value)."""
+    for name, value, default in arguments:
+        if _departs(value, default):
+            raise Error(f"{_WHO}: " + why.format(name=name, value=value))
+
+
 class _Pass:
-    """One pass over a planned epoch: this rank's batches, handed out in order."""
+    """One pass over a planned epoch: this rank's batches (or micro-batches), handed out in
+    order."""
 
     __slots__ = ("epoch", "plan", "handed_out", "done")
 
@@ -94,14 +114,24 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
     which has the rest on every rank (dropped with ``drop_last``); every index of the epoch's
     order comes out exactly once over all ranks.
 
+    With ``max_tokens=`` (token mode) it yields micro-batches instead: each epoch's order is
+    planned in windows of ``lookahead`` steps of ``micro_batches`` (M) micro-batches of at most
+    T tokens on every rank (bcl::token_epoch_planner), a micro-batch as many records as fit, and
+    this rank's micro-batches come out one at a time, a DataLoader batch each; the trainer steps
+    its optimizer after every M of them and after the epoch's last (the last step may be short,
+    the same on every rank). ``len()`` is this rank's micro-batches in the epoch, the same on
+    every rank, which depends on the epoch's order: the epoch is planned when first asked, once.
+
     Iterators, states and copies follow the samplers' protocol (docs/python.md, "Iterators,
     states and copies"): each iterator is a pass of its own, state_dict() describes the one
     started last, and a copy (pickle, deepcopy) continues where the sampler stood.
 
     Args:
         costs: the estimated cost of each dataset index, a sequence, array or tensor (the whole
-            table: every rank plans every rank's records). Checked whole here.
-        batch_size: B, indices per batch.
+            table: every rank plans every rank's records). Checked whole here. In token mode
+            optional: None (the default) prices a record of L tokens L + L^2/24576.
+        batch_size: B, indices per batch. None in token mode (a micro-batch holds the records
+            that fit max_tokens): any other value is refused there.
         num_replicas, rank: the number of ranks and this one (default: those of
             ``process_group``, or of the world).
         shuffle, seed, drop_last: as DistributedSampler's (``drop_last`` also drops each rank's
@@ -121,6 +151,17 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             its group, or every rank would wait for ranks that never build this sampler. Not
             pickled: a copy made by pickle checks over the world (give the copy its group with
             ``copy.process_group = group``); a deep copy shares it.
+        max_tokens: T, token mode: the most tokens one micro-batch holds (at most 2^31).
+        micro_batches: M, token mode: micro-batches each rank runs in a step (a multiple of
+            multiple_of); num_replicas * lookahead * micro_batches is at most 2^30.
+        lengths: token mode: the tokens of each dataset index (integers >= 0, the whole table;
+            checked whole here, a record above T refused naming its index).
+        multiple_of: m, token mode: the epoch's last step also runs a multiple of m
+            micro-batches (default 1).
+        oversized: token mode: "error" (default) refuses a record above T at construction;
+            "alone" gives each such record a micro-batch of its own.
+        In token mode ``drop_last``, ``batching``, ``cap`` and ``level_steps`` keep their
+        defaults (anything else is refused: every record is planned, packed, by its own cost).
 
     Raises:
         bcl.Error: bad options or costs (naming the index), or a bad state.
@@ -133,8 +174,8 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
 
     def __init__(
         self,
-        costs: Any,
-        batch_size: int,
+        costs: Any = None,
+        batch_size: Optional[int] = None,
         num_replicas: Optional[int] = None,
         rank: Optional[int] = None,
         shuffle: bool = True,
@@ -147,11 +188,18 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         level_steps: bool = True,
         check_digest: bool = True,
         process_group: Any = None,
+        max_tokens: Optional[int] = None,
+        micro_batches: Optional[int] = None,
+        lengths: Any = None,
+        multiple_of: int = 1,
+        oversized: str = "error",
     ) -> None:
         arguments = dict(
             costs=costs, batch_size=batch_size, num_replicas=num_replicas, rank=rank,
             shuffle=shuffle, seed=seed, drop_last=drop_last, lookahead=lookahead,
             batching=batching, cap=cap, level_steps=level_steps, check_digest=check_digest,
+            max_tokens=max_tokens, micro_batches=micro_batches, lengths=lengths,
+            multiple_of=multiple_of, oversized=oversized,
         )  # fmt: skip
         dist = _torch_distributed()
         if num_replicas is None:
@@ -169,9 +217,59 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
                 f"{_WHO}: rank {self.rank} of num_replicas {self.num_replicas}: the rank must be "
                 "in [0, num_replicas)"
             )
-        self.batch_size = inputs.whole("batch_size", batch_size)
         self.lookahead = inputs.whole("lookahead", lookahead)
-        if self.batch_size == 0 or self.lookahead == 0:
+        if self.lookahead == 0:
+            raise Error(f"{_WHO}: lookahead must be at least 1")
+        self.shuffle = inputs.flag("shuffle", shuffle)
+        self.seed = inputs.counter("seed", seed)
+        self.drop_last = inputs.flag("drop_last", drop_last)
+        self._check_digest = inputs.flag("check_digest", check_digest)
+        self._tokens: Optional[TokenShape] = None
+        if max_tokens is None:
+            _only_defaults(
+                (("micro_batches", micro_batches, None), ("lengths", lengths, None),
+                 ("multiple_of", multiple_of, 1), ("oversized", oversized, "error")),
+                "{name}= is for token-budget micro-batches: pass max_tokens= too (or leave it "
+                "out for batches of batch_size)",
+            )  # fmt: skip
+            self._fixed_batches(costs, batch_size, batching, cap, level_steps)
+        else:
+            if batch_size is not None:
+                raise Error(
+                    f"{_WHO}: batch_size is {batch_size!r}, but with max_tokens a micro-batch "
+                    "holds as many records as fit max_tokens tokens: leave batch_size out"
+                )
+            _only_defaults(
+                (("drop_last", self.drop_last, False), ("batching", batching, "packed"),
+                 ("cap", cap, None), ("level_steps", level_steps, True)),
+                "{name}={value!r} is for batches of batch_size; with max_tokens every record is "
+                "planned, packed, at its own cost (leave it out)",
+            )  # fmt: skip
+            self.batch_size: Optional[int] = None
+            self._tokens = TokenShape(
+                _WHO, lengths, costs, self.num_replicas, self.lookahead, max_tokens,
+                micro_batches, multiple_of, oversized,
+            )  # fmt: skip
+            self.dataset_size = self._tokens.dataset_size
+            self._format = TokenShape.format
+        self.process_group = process_group
+        if self._check_digest:
+            _digest_group(process_group, self.num_replicas)  # refused now rather than at next()
+        self.epoch = 0
+        self._planned_epoch: Optional[tuple] = None  # (epoch, its plan): the last planned
+        self._keep_arguments(arguments)
+
+    def _fixed_batches(
+        self, costs: Any, batch_size: Any, batching: Any, cap: Any, level_steps: Any
+    ) -> None:
+        """Checks and keeps the settings of batches of batch_size indices."""
+        if batch_size is None:
+            raise Error(
+                f"{_WHO}: batch_size is needed (or max_tokens= and micro_batches= for "
+                "token-budget micro-batches)"
+            )
+        self.batch_size = inputs.whole("batch_size", batch_size)
+        if self.batch_size == 0:
             raise Error(f"{_WHO}: batch_size and lookahead must be at least 1")
         window = self.num_replicas * self.lookahead * self.batch_size
         if window > _core.max_plan_records:
@@ -181,12 +279,10 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
                 f"above the {_core.max_plan_records} a window may hold; lower lookahead or "
                 "batch_size"
             )
-        self.shuffle = inputs.flag("shuffle", shuffle)
-        self.seed = inputs.counter("seed", seed)
-        self.drop_last = inputs.flag("drop_last", drop_last)
         self._batching = inputs.enum_value(_core.batch_cost, "batching", batching)
         self._level_steps = inputs.flag("level_steps", level_steps)
-        self._check_digest = inputs.flag("check_digest", check_digest)
+        if costs is None:
+            raise Error(f"{_WHO}: costs is needed, the estimated cost of each dataset index")
         if inputs.is_lookup(costs):
             raise Error(
                 f"{_WHO}: costs must be the whole table (a sequence, array or tensor): every "
@@ -196,16 +292,15 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         self._table = _core.cost_table(table, None)  # checks every cost
         self._cap = inputs.table_cap(cap, table)
         self.dataset_size = len(table)
-        self.process_group = process_group
-        if self._check_digest:
-            _digest_group(process_group, self.num_replicas)  # refused now rather than at next()
-        self.epoch = 0
-        self._planned_epoch: Optional[tuple] = None  # (epoch, its global_epoch): the last planned
-        self._keep_arguments(arguments)
 
     # -- the epoch -----------------------------------------------------------------------------
 
     def __len__(self) -> int:
+        if self._tokens is not None:
+            # The micro-batches of the epoch the next iterator hands out: a loaded state's, else
+            # the epoch set_epoch() named; planned once, when first asked.
+            epoch = self._resume.epoch if self._resume is not None else self.epoch
+            return int(self._planned(epoch).batches)
         return int(_core.epoch_batches(self.dataset_size, self.num_replicas, self.batch_size,
                                        self.drop_last))  # fmt: skip
 
@@ -234,10 +329,14 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         """The plan of `epoch`, kept for the passes after the first (plans are immutable)."""
         if self._planned_epoch is not None and self._planned_epoch[0] == epoch:
             return self._planned_epoch[1]
-        plan = _core.global_epoch(
-            self._table, self._order(epoch), self.num_replicas, self.lookahead, self.batch_size,
-            self.rank, self._batching, self._cap, self._level_steps, self.drop_last,
-        )  # fmt: skip
+        if self._tokens is not None:
+            plan = self._tokens.plan(self._order(epoch), self.rank)
+        else:
+            plan = _core.global_epoch(
+                self._table, self._order(epoch), self.num_replicas, self.lookahead,
+                self.batch_size, self.rank, self._batching, self._cap, self._level_steps,
+                self.drop_last,
+            )  # fmt: skip
         self._planned_epoch = (epoch, plan)
         return plan
 
@@ -277,7 +376,10 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
     @property
     def stats(self) -> dict:
         """The current (or last) epoch's plans: windows, batches, the chain of their digests,
-        the efficiency the plans promise and their gap to the lower bound."""
+        the efficiency the plans promise and their gap to the lower bound. In token mode:
+        windows, batches (this rank's micro-batches), steps, micro_steps_bound (the fewest
+        micro-steps the tokens allow), oversized, padded (the order's first records planned again
+        at its end), digest and planned_efficiency (per micro-step)."""
         cursor = self._current()
         plan = cursor.plan if cursor is not None else self._planned(self.epoch)
         return dict(plan.stats())
@@ -285,13 +387,17 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
     # -- state ---------------------------------------------------------------------------------
 
     def _settings(self) -> dict:
-        return {
+        common = {
             "dataset_size": self.dataset_size, "num_replicas": self.num_replicas,
-            "rank": self.rank, "batch_size": self.batch_size, "lookahead": self.lookahead,
-            "shuffle": self.shuffle, "seed": self.seed, "drop_last": self.drop_last,
-            "batching": str(self._batching.name), "cap": self._cap,
-            "level_steps": self._level_steps,
+            "rank": self.rank, "lookahead": self.lookahead, "shuffle": self.shuffle,
+            "seed": self.seed,
         }  # fmt: skip
+        if self._tokens is not None:
+            return dict(common, **self._tokens.settings())
+        return dict(
+            common, batch_size=self.batch_size, drop_last=self.drop_last,
+            batching=str(self._batching.name), cap=self._cap, level_steps=self._level_steps,
+        )  # fmt: skip
 
     def _fields(self, cursor: Optional[_Pass], position: int, ended: bool) -> dict:
         """The pass's epoch, its batches taken and its plan's digest; or, with no pass, an ended
@@ -322,10 +428,12 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             if f"{plan.digest:016x}" != saved:
                 raise Error(
                     f"{_WHO}: the state's digest does not match this sampler's plan of epoch "
-                    f"{epoch}: the costs differ from when it was saved"
+                    f"{epoch}: the {'costs' if self._tokens is None else 'lengths or costs'} "
+                    "differ from when it was saved"
                 )
             if position > plan.batches:
-                raise read.error("position", f"is {position}, past the {plan.batches} batches")
+                unit = "batches" if self._tokens is None else TokenShape.unit
+                raise read.error("position", f"is {position}, past the {plan.batches} {unit}")
             resume = _Pass(epoch, plan, position)
         elif position != 0:
             raise read.error("position", f"is {position} for an epoch not started")

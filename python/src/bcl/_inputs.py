@@ -161,15 +161,21 @@ def _is_tensor(value: Any) -> bool:
     return hasattr(value, "detach") and hasattr(value, "is_complex")
 
 
-def _tensor_values(name: str, tensor: Any) -> np.ndarray:
-    """A tensor of real numbers as float64 values, widened exactly (bfloat16, float16 and the
-    integer types included), from any device; bcl.Error for a sparse or quantized layout (whose
-    values the caller should spell out) and for complex or boolean values."""
+def _plain_tensor(name: str, tensor: Any) -> None:
+    """bcl.Error for a tensor of a sparse or quantized layout, whose values the caller should
+    spell out."""
     layout = str(getattr(tensor, "layout", "torch.strided"))
     if layout != "torch.strided":
         raise Error(f"{name} is a {layout} tensor; pass {name}.to_dense()")
     if getattr(tensor, "is_quantized", False):
         raise Error(f"{name} is a quantized tensor; pass {name}.dequantize()")
+
+
+def _tensor_values(name: str, tensor: Any) -> np.ndarray:
+    """A tensor of real numbers as float64 values, widened exactly (bfloat16, float16 and the
+    integer types included), from any device; bcl.Error for a sparse or quantized layout (whose
+    values the caller should spell out) and for complex or boolean values."""
+    _plain_tensor(name, tensor)
     if tensor.is_complex() or str(tensor.dtype) == "torch.bool":
         raise Error(f"{name} must hold real numbers (got a tensor of {tensor.dtype})")
     try:
@@ -184,25 +190,39 @@ def _is_real_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def real_array(name: str, values: Any) -> np.ndarray:
-    """`values` (a sequence, numpy array or tensor of real numbers) as a one-dimensional float64
-    array, or bcl.Error naming what is wrong and where. The values' range is checked in C++."""
+def _unmasked(name: str, values: Any) -> None:
     if isinstance(values, np.ma.MaskedArray):
         raise Error(
             f"{name} is a masked array, whose mask the sampler would ignore; pass "
             f"{name}.filled(value) or the values themselves"
         )
+
+
+def _array_like(values: Any) -> bool:
+    """A pandas Series, an xarray: something with values of its own that is not a sequence."""
+    return hasattr(values, "__array__") and not isinstance(values, (np.ndarray, Sequence))
+
+
+def _sequence(name: str, values: Any, what: str) -> Sequence:
+    if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
+        raise Error(f"{name} must be {what} (got {type(values).__name__})")
+    return values
+
+
+def real_array(name: str, values: Any) -> np.ndarray:
+    """`values` (a sequence, numpy array or tensor of real numbers) as a one-dimensional float64
+    array, or bcl.Error naming what is wrong and where. The values' range is checked in C++."""
+    _unmasked(name, values)
     if _is_tensor(values):
         values = _tensor_values(name, values)
-    elif hasattr(values, "__array__") and not isinstance(values, (np.ndarray, Sequence)):
-        values = np.asarray(values)  # a pandas Series, an xarray: their values, by their own rule
+    elif _array_like(values):
+        values = np.asarray(values)  # their values, by their own rule
     if not isinstance(values, np.ndarray):
-        if not isinstance(values, Sequence) or isinstance(values, (str, bytes)):
-            raise Error(
-                f"{name} must be a sequence, array or tensor of numbers indexed by dataset "
-                f"index, a mapping, or a callable index -> {name} (got {type(values).__name__})"
-            )
-        for position, value in enumerate(values):
+        what = (
+            "a sequence, array or tensor of numbers indexed by dataset index, a mapping, or a "
+            f"callable index -> {name}"
+        )
+        for position, value in enumerate(_sequence(name, values, what)):
             if not _is_real_number(value):
                 raise Error(f"{name}[{position}] is {value!r}, not a real number")
             try:
@@ -215,6 +235,70 @@ def real_array(name: str, values: Any) -> np.ndarray:
     if values.ndim != 1:
         raise Error(f"{name} must be one-dimensional (got shape {values.shape})")
     return np.ascontiguousarray(values, dtype=np.float64)
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def token_counts(name: str, values: Any) -> np.ndarray:
+    """`values` (a sequence, numpy array or tensor of integers >= 0, such as each record's
+    tokens) as a one-dimensional uint64 array, or bcl.Error naming the position and value of the
+    first that is not one. Floats are refused, whole ones too (512.0 may be a mean, rounded):
+    pass integers (``lengths.astype(np.int64)``); so are bools and masked arrays."""
+    _unmasked(name, values)
+    if _is_tensor(values):
+        _plain_tensor(name, values)
+        if values.is_floating_point() or values.is_complex() or str(values.dtype) == "torch.bool":
+            raise Error(f"{name} must hold integers (got a tensor of {values.dtype})")
+        values = values.detach().cpu().numpy()
+    elif _array_like(values):
+        values = np.asarray(values)
+    if not isinstance(values, np.ndarray):
+        what = "a sequence, array or tensor of integers (one per record)"
+        for position, value in enumerate(_sequence(name, values, what)):
+            if not _is_integer(value):
+                raise Error(f"{name}[{position}] is {value!r}, not an integer")
+            if not 0 <= int(value) < _UINT64_END:
+                raise Error(f"{name}[{position}] is {int(value)}, not in [0, 2^64)")
+        values = np.array([int(v) for v in values], dtype=np.uint64)
+    if values.dtype.kind not in "iu":
+        raise Error(
+            f"{name} must hold integers (got an array of dtype {values.dtype}); pass whole "
+            f"counts, e.g. {name}.astype(np.int64)"
+        )
+    if values.ndim != 1:
+        raise Error(f"{name} must be one-dimensional (got shape {values.shape})")
+    if values.dtype.kind == "i" and values.size and values.min() < 0:
+        position = int(np.argmax(values < 0))
+        raise Error(f"{name}[{position}] is {int(values[position])}, negative")
+    return np.ascontiguousarray(values, dtype=np.uint64)
+
+
+def group_ids(name: str, values: Any) -> np.ndarray:
+    """Group ids (integers or strings, one per record; records of equal ids form one group) as
+    dense uint64 numbers in the order of their groups' first records, or bcl.Error naming the
+    position and value of the first that is neither (a float, a bool, None)."""
+    _unmasked(name, values)
+    if _is_tensor(values) or _array_like(values) or isinstance(values, np.ndarray):
+        array = np.asarray(values.detach().cpu() if _is_tensor(values) else values)
+        if array.ndim != 1:
+            raise Error(f"{name} must be one-dimensional (got shape {array.shape})")
+        if array.dtype.kind in "iuU":
+            _, first, inverse = np.unique(array, return_index=True, return_inverse=True)
+            rank = np.empty(len(first), dtype=np.uint64)
+            rank[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.uint64)
+            return np.ascontiguousarray(rank[inverse.reshape(-1)])
+        if array.dtype.kind != "O":
+            raise Error(f"{name} must hold integers or strings (got an array of {array.dtype})")
+        values = array.tolist()
+    dense: dict = {}
+    out = np.empty(len(_sequence(name, values, "a sequence of integers or strings")), np.uint64)
+    for position, value in enumerate(values):
+        if not (_is_integer(value) or isinstance(value, str)):
+            raise Error(f"{name}[{position}] is {value!r}; a group id is an integer or a string")
+        out[position] = dense.setdefault(int(value) if _is_integer(value) else value, len(dense))
+    return out
 
 
 def real_value(name: str, index: int, value: Any) -> float:

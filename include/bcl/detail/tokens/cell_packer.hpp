@@ -15,8 +15,11 @@ namespace bcl::detail::tokens {
 
 /// Cells of a token budget and the records dealt into them. deal() takes records in the order
 /// given (the dearest first, for LPT) and puts each into the cell of least cost among those with
-/// room for its tokens (ties: the lower cell id); it fails when a record fits no cell, or when a
-/// cell is left empty. Every choice compares integers, so the deal is the same on every platform.
+/// room for its tokens (ties: the cell of fewer records, then the lower cell id, so that records
+/// of no cost still go to empty cells first); it fails when a record fits no cell, or when a cell
+/// is left empty. A record that `closing` marks (one above the budget, counted as T tokens) takes
+/// an empty cell and closes it: nothing joins it, not even a record of no tokens. Every choice
+/// compares integers, so the deal is the same on every platform.
 ///
 /// A cell too full for a record is parked until a record small enough comes, and leaves for good
 /// when no record to come fits it, so with records in falling token order (the default cost's
@@ -35,10 +38,12 @@ public:
     }
 
     /// Deals `records` (indices into `tokens` and `cost`, in the order to deal them) into `cells`
-    /// empty cells of `capacity` tokens. True if every record found room and no cell is empty;
+    /// empty cells of `capacity` tokens; `closing` (by record, or empty for none) marks the
+    /// records that close their cell. True if every record found room and no cell is empty;
     /// then cell_of() gives each record's cell and loads() each cell's cost.
     bool deal(std::span<const std::uint32_t> records, std::span<const std::uint64_t> tokens,
-              std::span<const std::uint64_t> cost, std::size_t cells, std::uint64_t capacity) {
+              std::span<const std::uint64_t> cost, std::size_t cells, std::uint64_t capacity,
+              std::span<const std::uint8_t> closing = {}) {
         m_cell_of.assign(tokens.size(), none);
         m_load.assign(cells, 0);
         m_tokens.assign(cells, 0);
@@ -46,31 +51,38 @@ public:
         m_heap.clear();
         m_parked.clear();
         for (std::size_t c = 0; c < cells; ++c)
-            m_heap.push_back({0, static_cast<std::uint32_t>(c)});
-        // m_heap is a min-heap by (load, cell): all zero loads, ascending ids, is one already.
+            m_heap.push_back({0, 0, static_cast<std::uint32_t>(c)});
+        // m_heap is a min-heap by (load, count, cell): all zero, ascending ids, is one already.
         // m_least_after[k]: the fewest tokens of a record dealt after the k-th.
         m_least_after.assign(records.size() + 1, ~std::uint64_t{0});
         for (std::size_t k = records.size(); k-- > 1;)
             m_least_after[k - 1] = std::min(m_least_after[k], tokens[records[k]]);
         for (std::size_t k = 0; k < records.size(); ++k) {
             const std::uint32_t r = records[k];
+            const bool closes = !closing.empty() && closing[r] != 0;
             // The parked cells with room for this record are candidates again.
             while (!m_parked.empty() && m_parked.front().load >= tokens[r]) {
                 std::pop_heap(m_parked.begin(), m_parked.end(), less_room);
-                push({m_load[m_parked.back().cell], m_parked.back().cell});
+                const std::uint32_t c = m_parked.back().cell;
+                push({m_load[c], m_count[c], c});
                 m_parked.pop_back();
             }
             bool placed = false;
             while (!m_heap.empty()) {
                 const std::uint32_t cell = m_heap.front().cell;
                 const std::uint64_t room = capacity - m_tokens[cell];
-                if (room >= tokens[r]) {
+                if (room >= tokens[r] && (!closes || m_count[cell] == 0)) {
                     m_cell_of[r] = cell;
                     m_load[cell] += cost[r];
                     m_tokens[cell] += tokens[r];
                     ++m_count[cell];
-                    m_heap.front().load = m_load[cell];
-                    sink_top(); // one pass down instead of a pop and a push
+                    if (closes) { // closed: it leaves the heap
+                        std::pop_heap(m_heap.begin(), m_heap.end(), later);
+                        m_heap.pop_back();
+                    } else { // one pass down instead of a pop and a push
+                        m_heap.front() = {m_load[cell], m_count[cell], cell};
+                        sink_top();
+                    }
                     placed = true;
                     break;
                 }
@@ -78,7 +90,7 @@ public:
                 m_heap.pop_back();
                 // Too full for this record: parked until one small enough comes (by its room,
                 // in `load`), or done for good if no record to come fits it.
-                if (room >= m_least_after[k]) park({room, cell});
+                if (room >= m_least_after[k]) park({room, 0, cell});
             }
             if (!placed) return false;
         }
@@ -96,11 +108,14 @@ public:
 private:
     struct entry {
         std::uint64_t load;
+        std::uint32_t count; // the cell's records when pushed (0 while parked)
         std::uint32_t cell;
     };
-    // Heap order: the least load on top, ties to the lower cell.
+    // Heap order: the least load on top, ties to the fewer records, then to the lower cell.
     static bool later(const entry& x, const entry& y) noexcept {
-        return x.load > y.load || (x.load == y.load && x.cell > y.cell);
+        if (x.load != y.load) return x.load > y.load;
+        if (x.count != y.count) return x.count > y.count;
+        return x.cell > y.cell;
     }
     void push(entry e) {
         m_heap.push_back(e);

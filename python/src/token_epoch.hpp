@@ -1,0 +1,214 @@
+#pragma once
+// Token-budget micro-batches for Python: bcl.plan_micro_batches (one held batch, or K of them,
+// planned by bcl::token_planner::plan_held) and the token mode of
+// bcl.DistributedBalancedBatchSampler (an epoch's order planned by bcl::token_epoch_planner, one
+// rank's micro-batches handed out one at a time). The Python side has checked every input
+// (lengths as integers, costs as valid numbers, the shape): what reaches here is only laid out.
+
+#include "cost_table.hpp"
+
+#include <bcl/epoch_plan.hpp>
+#include <bcl/token_plan.hpp>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bcl_python {
+
+namespace py = pybind11;
+
+using token_array = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>;
+
+/// The options of a token plan from the Python spelling.
+[[nodiscard]] inline bcl::token_plan_options token_options(bool oversized_alone,
+                                                           bool group_together) {
+    bcl::token_plan_options opt;
+    opt.oversized_alone = oversized_alone;
+    opt.group_together = group_together;
+    return opt;
+}
+
+template <class T, int Flags>
+[[nodiscard]] std::span<const T> span_of(const py::array_t<T, Flags>& a) {
+    return {a.data(), static_cast<std::size_t>(a.size())};
+}
+
+template <class T, int Flags>
+[[nodiscard]] std::span<const T> span_of(const std::optional<py::array_t<T, Flags>>& a) {
+    return a ? span_of(*a) : std::span<const T>();
+}
+
+/// A micro-batch as a list of ints.
+[[nodiscard]] inline py::list int_list(std::span<const std::int64_t> values) {
+    py::list out(values.size());
+    for (std::size_t k = 0; k < values.size(); ++k) out[k] = py::int_(values[k]);
+    return out;
+}
+
+/// The figures of a token plan, costs in cost units.
+[[nodiscard]] inline py::dict summary_dict(const bcl::token_plan_summary& s) {
+    py::dict d;
+    d["digest"] = s.digest;
+    d["records"] = s.records;
+    d["ranks"] = s.ranks;
+    d["steps"] = s.steps;
+    d["micro_batches"] = s.micro_batches;
+    d["micro_steps"] = s.micro_steps;
+    d["micro_steps_bound"] = s.micro_steps_bound;
+    d["tokens"] = s.tokens;
+    d["oversized"] = s.oversized;
+    d["total"] = s.cost_of(s.total);
+    d["objective"] = s.cost_of(s.objective);
+    d["heaviest"] = s.cost_of(s.heaviest);
+    d["lower_bound"] = s.cost_of(s.lower_bound);
+    d["efficiency"] = s.efficiency();
+    return d;
+}
+
+/// bcl.plan_micro_batches: (each rank's K*M micro-batches, step after step, each in input
+/// order; the plan's summary). The planning runs without the GIL.
+[[nodiscard]] inline py::tuple
+plan_micro_batches(const token_array& tokens, const std::optional<value_array>& costs,
+                   const std::optional<token_array>& groups, const bcl::token_budget& budget,
+                   std::size_t steps, bool oversized_alone, bool group_together) {
+    const std::span<const std::uint64_t> t = span_of(tokens);
+    std::vector<bcl::micro_slot> slots(t.size());
+    bcl::token_plan_summary s;
+    {
+        py::gil_scoped_release unlocked;
+        bcl::token_planner planner;
+        s = planner.plan_held(t, span_of(costs), span_of(groups), budget, steps,
+                              token_options(oversized_alone, group_together), slots,
+                              "bcl.plan_micro_batches");
+    }
+    const std::size_t cells = s.micro_steps;
+    std::vector<std::vector<std::vector<std::int64_t>>> out(
+        budget.ranks, std::vector<std::vector<std::int64_t>>(cells));
+    for (std::size_t i = 0; i < t.size(); ++i)
+        out[slots[i].rank][std::size_t{slots[i].step} * s.micro_batches + slots[i].micro].push_back(
+            static_cast<std::int64_t>(i));
+    py::list plan;
+    for (const auto& rank : out) plan.append(py::cast(rank));
+    return py::make_tuple(plan, summary_dict(s));
+}
+
+/// One epoch of the sampler's token mode for one rank: its share of the epoch's token plan
+/// (bcl::token_epoch_planner), micro-batch by micro-batch. The same names as global_epoch
+/// (batches, batch(i), digest, stats()), so the sampler's pass reads either.
+class token_epoch {
+public:
+    /// Plans the epoch whose global order is `order` (a permutation of the dataset's indices)
+    /// over `tokens` (and `costs`, or none for the default cost), by dataset index. The Python
+    /// side has checked the tables and the shape, so that the one way left for the plan to fail
+    /// is the epoch's tail (below).
+    token_epoch(const token_array& tokens, const std::optional<value_array>& costs,
+                const index_array& order, const bcl::token_budget& budget,
+                std::size_t micro_batches, std::size_t lookahead, std::size_t rank,
+                bool oversized_alone)
+        : m_ranks(budget.ranks) {
+        const std::span<const std::uint64_t> t = span_of(tokens);
+        const std::span<const double> c = span_of(costs);
+        const std::span<const std::int64_t> o = span_of(order);
+        const bcl::token_plan_options opt = token_options(oversized_alone, false);
+        py::gil_scoped_release unlocked;
+        bcl::token_epoch_planner planner;
+        std::vector<std::int64_t> padded(o.begin(), o.end());
+        // Plans the order padded with its first `pad` records; true if it planned (m_share is
+        // then its plan, and is left as it was otherwise).
+        const auto plans = [&](std::size_t pad) {
+            padded.resize(o.size());
+            for (std::size_t k = 0; k < pad; ++k) padded.push_back(o[k]);
+            try {
+                planner.share<std::int64_t>(t, c, padded, budget, micro_batches, lookahead, rank,
+                                            opt, m_share, who);
+                return true;
+            } catch (const bcl::error&) {
+                return false;
+            }
+        };
+        if (plans(0)) return;
+        // bcl::token_epoch_planner refuses an epoch that no plan fills (a short tail joins the
+        // window before it, but e.g. an odd count of records of T tokens each on two ranks cannot
+        // give both ranks as many micro-batches). The order is then padded with its own first
+        // records, as DistributedSampler pads its order: the fewest that plan, tried one by one
+        // up to R*m (one of which makes the count a multiple of R*m), then doubling. Every rank
+        // tries the same paddings, so all agree; if none plans, the unpadded order's error is
+        // thrown.
+        const std::size_t one_by_one = budget.ranks * budget.multiple_of;
+        std::size_t planned = 1;
+        while (planned <= o.size() && !plans(planned))
+            planned = planned < one_by_one ? planned + 1 : 2 * planned;
+        if (planned > o.size()) {
+            padded.assign(o.begin(), o.end());
+            planner.share<std::int64_t>(t, c, padded, budget, micro_batches, lookahead, rank, opt,
+                                        m_share, who);
+        }
+        m_padded = planned;
+    }
+
+    /// This rank's micro-batches in the epoch (as many on every rank).
+    [[nodiscard]] std::size_t batches() const noexcept { return m_share.micro_batches(); }
+    /// Micro-batch `i` of this rank, as a list of ints.
+    [[nodiscard]] py::list batch(std::size_t i) const {
+        if (i >= batches())
+            throw bcl::error("bcl.DistributedBalancedBatchSampler: micro-batch " +
+                             std::to_string(i) + " of an epoch of " + std::to_string(batches()));
+        return int_list(m_share.micro_batch(i));
+    }
+    /// The chain of the windows' plan digests: equal on every rank that planned the same epoch.
+    [[nodiscard]] std::uint64_t digest() const noexcept { return m_share.digest; }
+    [[nodiscard]] py::dict stats() const {
+        py::dict d;
+        d["windows"] = m_share.windows;
+        d["batches"] = batches();
+        d["steps"] = m_share.steps.size() - 1;
+        d["digest"] = m_share.digest;
+        d["micro_steps_bound"] = m_share.micro_steps_bound;
+        d["oversized"] = m_share.oversized;
+        d["padded"] = m_padded;
+        // What the plans promise: the mean rank's micro-step time over the slowest rank's.
+        d["planned_efficiency"] = m_share.efficiency(m_ranks);
+        return d;
+    }
+
+private:
+    static constexpr const char* who = "bcl.DistributedBalancedBatchSampler";
+
+    bcl::token_epoch_share<std::int64_t> m_share;
+    std::size_t m_ranks;
+    std::size_t m_padded = 0; // records of the order's start planned again at its end
+};
+
+/// Binds the token plans into `m`.
+inline void define_token_plans(py::module_& m) {
+    py::class_<bcl::token_budget>(m, "token_budget")
+        .def(py::init([](std::size_t ranks, std::uint64_t max_tokens, std::size_t multiple_of) {
+                 return bcl::token_budget{
+                     .ranks = ranks, .max_tokens = max_tokens, .multiple_of = multiple_of};
+             }),
+             py::arg("ranks"), py::arg("max_tokens"), py::arg("multiple_of"));
+    m.def("plan_micro_batches", &plan_micro_batches, py::arg("tokens"), py::arg("costs"),
+          py::arg("groups"), py::arg("budget"), py::arg("steps"), py::arg("oversized_alone"),
+          py::arg("group_together"),
+          "bcl.plan_micro_batches: (each rank's micro-batches, the summary) "
+          "(bcl::token_planner::plan_held).");
+    py::class_<token_epoch>(m, "token_epoch")
+        .def(py::init<const token_array&, const std::optional<value_array>&, const index_array&,
+                      const bcl::token_budget&, std::size_t, std::size_t, std::size_t, bool>(),
+             py::arg("tokens"), py::arg("costs"), py::arg("order"), py::arg("budget"),
+             py::arg("micro_batches"), py::arg("lookahead"), py::arg("rank"),
+             py::arg("oversized_alone"))
+        .def_property_readonly("batches", &token_epoch::batches)
+        .def_property_readonly("digest", &token_epoch::digest)
+        .def("batch", &token_epoch::batch, py::arg("i"))
+        .def("stats", &token_epoch::stats);
+}
+
+} // namespace bcl_python

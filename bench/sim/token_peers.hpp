@@ -269,13 +269,22 @@ verl_rearrange(const std::vector<std::vector<std::uint32_t>>& shares,
     return out;
 }
 
+/// verl's calculate_workload: 24576 L + L^2 (24576 times the default cost), what verl balances
+/// whatever the model costs. Whole numbers, exact in a double for lengths below 2^26, as verl's
+/// integers are, so ties fall as verl's do.
+[[nodiscard]] inline std::vector<double> verl_workloads(std::span<const double> lengths) {
+    std::vector<double> out(lengths.size());
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+        out[i] = 24576.0 * lengths[i] + lengths[i] * lengths[i];
+    return out;
+}
+
 /// `verl_dynamic`: balance_batch over the step's global batch (in sampler order, a multiple of R
-/// records), then verl_rearrange on every rank. The workloads are the run's costs (verl's
-/// calculate_workload, 24576 L + L^2, is 24576 times the default cost).
+/// records), then verl_rearrange on every rank, both on verl_workloads.
 [[nodiscard]] inline rank_micro_batches verl_dynamic_plan(std::span<const double> lengths,
-                                                          std::span<const double> workloads,
                                                           std::size_t ranks, double max_tokens,
                                                           std::size_t multiple) {
+    const std::vector<double> workloads = verl_workloads(lengths);
     return verl_rearrange(verl_balance_batch(workloads, ranks), lengths, workloads, max_tokens,
                           multiple);
 }

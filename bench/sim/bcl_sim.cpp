@@ -37,9 +37,8 @@ constexpr std::string_view program = "bcl-sim";
 /// time.
 sim_result simulate_each(const sim_config& cfg, bcl_cli::progress& bar) {
     bcl_sim::validate(cfg);         // every flag, before the first policy runs
-    std::vector<std::string> names; // in the order asked for, each once
-    for (const bcl_sim::policy_entry* e : bcl_sim::requested_policies(cfg))
-        names.emplace_back(e->name);
+    // In the order asked for, each once.
+    const std::vector<std::string> names = bcl_sim::requested_policy_names(cfg);
 
     const bcl_sim::emit_observer observer =
         bar.enabled() ? bcl_sim::emit_observer([&bar](std::size_t step, std::size_t,
@@ -81,7 +80,8 @@ int main(int argc, char** argv) {
     app.add_option("--policy", opt.policy_text,
                    "comma list of policies (default: all but sliding_true, which runs only when "
                    "named): " +
-                       bcl_sim::policy_names());
+                       bcl_sim::policy_names() +
+                       "; with --max-tokens (all by default): " + bcl_sim::token_policy_names());
     bcl_cli::add_format_flag(app, opt.format, {"table", "json", "csv"});
     app.add_option(
            "--bin-tokens", cfg.bin_tokens,
@@ -170,6 +170,33 @@ int main(int argc, char** argv) {
                        "JSON only: each policy's efficiency (and calibration_error) over blocks "
                        "of this many steps, in \"windows\"; 0 for none",
                        bcl_cli::max_steps);
+    // Micro-batch mode.
+    std::uint64_t max_tokens = 0;
+    std::size_t step_records = 0;
+    std::size_t micro_batches = 0;
+    bcl_cli::add_count(app, "--max-tokens", max_tokens,
+                       "T: micro-batch mode. Every rank cuts its share of a step into "
+                       "micro-batches of at most T tokens, as many on every rank; the policies "
+                       "are then " +
+                           bcl_sim::token_policy_names() + " (docs/tokens.md)",
+                       bcl_sim::max_token_budget);
+    bcl_cli::add_count(app, "--step-records", step_records,
+                       "with --max-tokens: held batches, every step each rank draws N records "
+                       "(the step's global batch is all R*N); --lookahead K pools K of them in one "
+                       "bcl plan (default 1 here)",
+                       bcl::max_plan_records);
+    bcl_cli::add_count(app, "--micro-batches", micro_batches,
+                       "with --max-tokens: a stream of steps, every step M micro-batches on every "
+                       "rank; bcl plans windows of --lookahead K steps",
+                       bcl::max_plan_records);
+    bcl_cli::add_count(app, "--multiple-of", cfg.tokens.multiple_of,
+                       "with --max-tokens: every step's micro-batch count a multiple of m",
+                       bcl::max_plan_records);
+    std::string oversized = "error";
+    bcl_cli::add_choice(app, "--oversized", oversized,
+                        "with --max-tokens, a record above T: error (refuse it) | alone (a "
+                        "micro-batch of its own, bcl::token_plan_options::oversized_alone)",
+                        {"error", "alone"});
     bcl_cli::add_progress_flag(app, opt.progress);
 
     const bcl_cli::parsed command = bcl_cli::parse(app, argc, argv, program);
@@ -196,6 +223,15 @@ int main(int argc, char** argv) {
         cfg.epoch_start = bcl_sim::parse_epoch_start(opt.epoch_start_text);
         if (!opt.policy_text.empty())
             cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
+        if (app.count("--max-tokens") > 0) cfg.tokens.max_tokens = max_tokens;
+        if (app.count("--step-records") > 0) cfg.tokens.step_records = step_records;
+        if (app.count("--micro-batches") > 0) cfg.tokens.micro_batches = micro_batches;
+        cfg.tokens.oversized_alone = oversized == "alone";
+        if (cfg.tokens.enabled()) {
+            // global_fixed's B, if given; held batches plan one at a time unless told otherwise.
+            if (app.count("--batch") > 0) cfg.tokens.fixed_batch = cfg.batch;
+            if (cfg.tokens.held() && app.count("--lookahead") == 0) cfg.lookahead = 1;
+        }
         const sim_result res = simulate_each(cfg, bar);
         if (!opt.trace.empty()) bcl_sim::report::write_trace(opt.trace, res);
         if (opt.format == "json")

@@ -64,8 +64,8 @@ first_fitting(std::set<mffd_item, longest_first>& pool, double room) {
 ///   4. Forward over the large bins: keep adding the longest remaining item that fits.
 ///   5. What is left, longest first, goes into the open bin with the least in it if it fits there
 ///      (NeMo-RL checks only that bin), else into a new bin. These bins come last, least full
-///      first (ties: the bin placed there first). The phase starts from one empty bin, so when
-///      nothing is left for it the result ends with an empty bin, as NeMo-RL's does.
+///      first (ties: the bin placed there first). The phase starts from one empty bin, which
+///      NeMo-RL drops (with any bin left empty) when it returns the bins.
 /// NeMo-RL raises for a length above the capacity or not above 0; here such a length is simply a
 /// large (its own bin) or tiny item. Returns the bins as lists of item indices in the order their
 /// items were added. O(n log n).
@@ -171,7 +171,7 @@ mffd_pack(std::span<const double> lengths, double capacity) {
     }
     std::sort(open.begin(), open.end(), std::greater<>{});
     for (auto it = open.rbegin(); it != open.rend(); ++it) // least full first
-        bins.push_back(std::move(fresh[it->bin]));
+        if (!fresh[it->bin].empty()) bins.push_back(std::move(fresh[it->bin]));
     return bins;
 }
 
@@ -200,8 +200,8 @@ inline void adjust_bin_count(std::vector<std::vector<std::uint32_t>>& bins, std:
     std::sort(ranked.begin(), ranked.end(), std::greater<>{});
     std::size_t source = 0;
     while (bins.size() < target) {
-        // With at least `target` items some ranked bin still has two (phase 5 leaves at most one
-        // bin empty), so this never runs off the end.
+        // With at least `target` items some ranked bin still has two (at most one bin of
+        // mffd_pack's is empty: none), so this never runs off the end.
         while (source < ranked.size() && bins[ranked[source].second].size() <= 1) ++source;
         if (source == ranked.size())
             throw std::logic_error("adjust_bin_count: no bin left to take a sequence from");

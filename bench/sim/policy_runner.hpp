@@ -53,6 +53,25 @@ enum class epoch_boundary {
         fmt::format("--epoch-start {}: unknown epoch start (expected carry or fresh)", text));
 }
 
+/// Micro-batch mode (--max-tokens): every rank cuts its share of a step into micro-batches of at
+/// most T tokens, as many on every rank. Off (fixed batches of B records) without max_tokens.
+struct token_settings {
+    std::optional<std::uint64_t> max_tokens; ///< --max-tokens T
+    /// --step-records N: held batches, every step each rank draws N records (the step's global
+    /// batch is all R*N of them).
+    std::optional<std::size_t> step_records;
+    /// --micro-batches M: a stream of steps, every step M micro-batches on every rank.
+    std::optional<std::size_t> micro_batches;
+    std::size_t multiple_of = 1;  ///< --multiple-of m: every step's count a multiple of m
+    bool oversized_alone = false; ///< --oversized alone: a record above T alone in a micro-batch
+    /// global_fixed's B, records per micro-batch: --batch when given in this mode, else 0 until
+    /// the run resolves it (fixed_batch_for).
+    std::size_t fixed_batch = 0;
+
+    [[nodiscard]] bool enabled() const noexcept { return max_tokens.has_value(); }
+    [[nodiscard]] bool held() const noexcept { return step_records.has_value(); }
+};
+
 /// The settings a run and each of its policies share, given once: bcl-sim's flags of the same
 /// names. sim_config adds what the command line says beyond them, sim_context what a run
 /// resolves for one policy; bcl_options() makes the balancers' options from them.
@@ -92,6 +111,7 @@ struct run_settings {
     /// prior `cost`, to their batches' true costs times exp(N(0, time_noise)).
     bool calibrate = false;
     double time_noise = 0.05; ///< --time-noise: sigma of the times' lognormal noise
+    token_settings tokens;    ///< micro-batch mode (--max-tokens and its flags)
 };
 
 /// Everything a policy needs to run: the run's settings and what the run resolved from them.

@@ -131,8 +131,7 @@ inline nlohmann::ordered_json config_json(const cli_options& opt, const sim_resu
     dist["max_length"] = res.max_length;
 
     nlohmann::ordered_json policies = nlohmann::ordered_json::array();
-    for (const bcl_sim::policy_entry* e : bcl_sim::requested_policies(cfg))
-        policies.push_back(std::string(e->name));
+    for (const std::string& name : bcl_sim::requested_policy_names(cfg)) policies.push_back(name);
 
     const bcl_sim::cost_schedule truth = cfg.truth();
     nlohmann::ordered_json drift = nullptr;
@@ -169,7 +168,43 @@ inline nlohmann::ordered_json config_json(const cli_options& opt, const sim_resu
                                         : nlohmann::ordered_json(opt.trace)}};
 }
 
+/// Micro-batch mode's settings, as the run resolved them.
+inline nlohmann::ordered_json tokens_json(const sim_config& cfg, const sim_result& res) {
+    const bcl_sim::token_settings& t = cfg.tokens;
+    const auto count = [](const std::optional<std::size_t>& v) {
+        return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+    };
+    return {{"max_tokens", *t.max_tokens},
+            {"shape", t.held() ? "held" : "stream"},
+            {"step_records", count(t.step_records)},
+            {"micro_batches", count(t.micro_batches)},
+            {"lookahead", cfg.lookahead},
+            {"multiple_of", t.multiple_of},
+            {"oversized", t.oversized_alone ? "alone" : "error"},
+            {"fixed_batch", res.fixed_batch}};
+}
+
+/// The fields of a policy in micro-batch mode, in the order JSON and CSV give them.
+inline nlohmann::ordered_json token_policy_json(const policy_result& p) {
+    const bcl_sim::token_metrics& m = *p.tokens;
+    return {{"policy", p.name},
+            {"efficiency", m.efficiency},
+            {"imbalance", m.imbalance},
+            {"micro_steps", m.micro_steps},
+            {"micro_steps_bound", m.micro_steps_bound},
+            {"steps_within_one_of_bound", m.steps_within_one_of_bound},
+            {"over_budget", m.over_budget},
+            {"max_delay_steps", p.extras.max_delay_batches},
+            {"speedup_vs_none", p.speedup_vs_none},
+            {"padding_micro_batches", m.padding},
+            {"peak_micro_batch_tokens", m.peak_micro_tokens},
+            {"steps", m.steps},
+            {"records", m.records},
+            {"note", p.extras.note}};
+}
+
 inline nlohmann::ordered_json policy_json(const policy_result& p, std::size_t window, bool epochs) {
+    if (p.tokens) return token_policy_json(p);
     nlohmann::ordered_json out = {
         {"policy", p.name},
         {"efficiency", p.metrics.efficiency},
@@ -198,6 +233,7 @@ inline nlohmann::ordered_json policy_json(const policy_result& p, std::size_t wi
 inline void print_json(const cli_options& opt, const sim_result& res) {
     nlohmann::ordered_json out;
     out["config"] = config_json(opt, res);
+    if (opt.cfg.tokens.enabled()) out["config"]["tokens"] = tokens_json(opt.cfg, res);
     out["policies"] = nlohmann::ordered_json::array();
     for (const auto& p : res.policies)
         out["policies"].push_back(policy_json(p, opt.cfg.window, opt.cfg.epoch_steps > 0));
@@ -207,7 +243,30 @@ inline void print_json(const cli_options& opt, const sim_result& res) {
     fmt::print("{}\n", out.dump(2));
 }
 
+/// The CSV of micro-batch mode: token_policy_json's fields, the note last and quoted.
+inline void print_token_csv(const sim_result& res) {
+    bool header = false;
+    for (const auto& p : res.policies) {
+        const nlohmann::ordered_json row = token_policy_json(p);
+        if (!header) {
+            std::string names;
+            for (const auto& [key, value] : row.items()) names += (names.empty() ? "" : ",") + key;
+            fmt::print("{}\n", names);
+            header = true;
+        }
+        std::string line;
+        for (const auto& [key, value] : row.items()) {
+            if (!line.empty()) line += ',';
+            line += value.is_string() ? (key == "note" ? value.dump() : value.get<std::string>())
+                                      : value.dump();
+        }
+        fmt::print("{}\n", line);
+    }
+    for (const auto& s : res.skipped) fmt::print(stderr, "bcl-sim: {}\n", s.reason);
+}
+
 inline void print_csv(const sim_result& res) {
+    if (res.micro_batch_mode()) return print_token_csv(res);
     fmt::print("policy");
     for (const char* f : metric_fields) fmt::print(",{}", f);
     fmt::print("\n");
@@ -250,13 +309,84 @@ inline void print_wrapped(std::string_view text) {
     fmt::print("\n");
 }
 
-inline void print_table(const cli_options& opt, const sim_result& res) {
-    const sim_config& cfg = opt.cfg;
+// The table's first lines: the workload and the cost model.
+inline void print_workload(const sim_config& cfg, const sim_result& res) {
     fmt::print("bcl-sim  dist {}", bcl_sim::describe(cfg.dist));
     if (res.dataset_records) fmt::print(" ({} lengths)", *res.dataset_records);
     fmt::print(", mean length {:.0f}, p99 length {}, longest {}\n", res.mean_length, res.p99_length,
                res.max_length);
     fmt::print("         cost {} (a + b*L + c*L^2)\n", bcl_sim::describe(cfg.cost));
+}
+
+// The notes after a table: each policy's, then the policies skipped.
+inline void print_notes(const sim_result& res) {
+    bool header = false;
+    for (const auto& p : res.policies) {
+        if (p.extras.note.empty()) continue;
+        if (!header) fmt::print("\n");
+        header = true;
+        print_wrapped(fmt::format("{}: {}", p.name, p.extras.note));
+    }
+}
+
+inline void print_skipped(const sim_result& res) {
+    if (!res.skipped.empty()) fmt::print("\n");
+    for (const auto& s : res.skipped) print_wrapped(s.reason);
+}
+
+/// The table of micro-batch mode, with a legend of its columns.
+inline void print_token_table(const cli_options& opt, const sim_result& res) {
+    const sim_config& cfg = opt.cfg;
+    const bcl_sim::token_settings& t = cfg.tokens;
+    print_workload(cfg, res);
+    fmt::print("         R={} ranks, micro-batches of at most T={} tokens, as many on every rank",
+               cfg.ranks, *t.max_tokens);
+    if (t.multiple_of > 1) fmt::print(" (a multiple of {})", t.multiple_of);
+    fmt::print("\n");
+    if (t.held())
+        fmt::print("         held batches: every step each rank draws {} records (a global batch "
+                   "of {}); global plans {} at a time\n",
+                   *t.step_records, cfg.ranks * *t.step_records, cfg.lookahead);
+    else
+        fmt::print("         a stream of steps of {} micro-batches a rank; global plans windows of "
+                   "{} steps\n",
+                   *t.micro_batches, cfg.lookahead);
+    fmt::print("         {} steps, seed {}, records above T {}; global_fixed's B = {}\n",
+               cfg.steps, cfg.seed, t.oversized_alone ? "alone" : "refused", res.fixed_batch);
+    fmt::print("\n{:<14}{:>11}{:>10}{:>9}{:>7}{:>8}{:>9}{:>7}{:>9}{:>10}{:>9}\n", "policy",
+               "efficiency", "imbalance", "micro", "bound", "within1", "over_bud", "delay",
+               "speedup", "peak_tok", "time_s");
+    for (const auto& p : res.policies) {
+        const bcl_sim::token_metrics& m = *p.tokens;
+        fmt::print("{:<14}{:>11.4f}{:>10.3f}{:>9}{:>7}{:>8.3f}{:>9}{:>7}{:>9.3f}{:>10.0f}{:>9.2f}\n",
+                   p.name, m.efficiency, m.imbalance, m.micro_steps, m.micro_steps_bound,
+                   m.steps_within_one_of_bound, m.over_budget, p.extras.max_delay_batches,
+                   p.speedup_vs_none, m.peak_micro_tokens, p.seconds);
+    }
+    fmt::print("\n");
+    for (const std::string_view line : {
+             "efficiency: per micro-step (micro-batch j of every rank runs together and lasts as "
+             "long as the slowest), the sum of the mean rank's micro-batch cost over the sum of "
+             "the slowest rank's",
+             "imbalance: the slowest rank's micro-batch cost over the mean rank's, per "
+             "micro-step, averaged (WLB-LLM's imbalance degree; 1 is even)",
+             "micro: micro-batches per rank, all steps (the same on every rank, checked every "
+             "step); bound: the token lower bound, the sum over planning units (a step; global: "
+             "a pool or window) of ceil(tokens / (R*T)); within1: the share of steps whose count "
+             "is at most ceil(step tokens / (R*T)) + 1",
+             "over_bud: micro-batches above T tokens; delay: the most steps a record moved from "
+             "the step it was drawn in; speedup: efficiency over none's; peak_tok: the most "
+             "tokens of one micro-batch",
+         })
+        print_wrapped(line);
+    print_notes(res);
+    print_skipped(res);
+}
+
+inline void print_table(const cli_options& opt, const sim_result& res) {
+    if (res.micro_batch_mode()) return print_token_table(opt, res);
+    const sim_config& cfg = opt.cfg;
+    print_workload(cfg, res);
     const bcl_sim::cost_schedule truth = cfg.truth();
     if (cfg.true_cost || truth.drift()) {
         fmt::print("         true cost {}", bcl_sim::describe(truth.initial()));
@@ -322,13 +452,7 @@ inline void print_table(const cli_options& opt, const sim_result& res) {
                    p.cv_reduction, p.metrics.p99_step_ratio, gap, p.extras.max_delay_batches,
                    p.extras.capped, p.peak_batch_tokens, p.over_budget_batches, p.seconds);
     }
-    bool header = false;
-    for (const auto& p : res.policies) {
-        if (p.extras.note.empty()) continue;
-        if (!header) fmt::print("\n");
-        header = true;
-        print_wrapped(fmt::format("{}: {}", p.name, p.extras.note));
-    }
+    print_notes(res);
     for (const auto& p : res.policies)
         if (p.name == "tumbling" && cfg.batching == bcl_sim::batch_cost::packed) {
             fmt::print("\n");
@@ -336,8 +460,7 @@ inline void print_table(const cli_options& opt, const sim_result& res) {
                                       "reaches efficiency above {:.4f} (round_bound)",
                                       p.metrics.round_bound));
         }
-    if (!res.skipped.empty()) fmt::print("\n");
-    for (const auto& s : res.skipped) print_wrapped(s.reason);
+    print_skipped(res);
 }
 
 // Long format, one row per (policy, step): the input of scripts/plot_sim.py.

@@ -13,6 +13,7 @@
 #include "policy_runner.hpp"
 #include "random.hpp"
 #include "sim_config.hpp"
+#include "token_policies.hpp"
 #include "verl_kk.hpp"
 #include "workload.hpp"
 
@@ -187,6 +188,8 @@ struct policy_result {
     double peak_batch_tokens = 0.0;
     /// Rank-batches whose sum of lengths is above the memory budget; 0 without one.
     std::uint64_t over_budget_batches = 0;
+    /// Micro-batch mode (--max-tokens): the micro-step metrics (`metrics` is then unused).
+    std::optional<token_metrics> tokens;
 };
 
 /// Runs one policy for `steps` steps. `ctx.source` must be fresh (unread) for this policy.
@@ -262,6 +265,10 @@ struct sim_result {
     std::optional<double> mean_cost;
     std::vector<policy_result> policies;
     std::vector<skipped_policy> skipped;
+    std::size_t fixed_batch = 0; ///< micro-batch mode: global_fixed's B, resolved (0 otherwise)
+
+    /// Whether the run was in micro-batch mode (--max-tokens).
+    [[nodiscard]] bool micro_batch_mode() const noexcept { return fixed_batch > 0; }
 };
 
 /// Makes a fresh source: one per policy, so every policy reads the same records from the start.
@@ -351,10 +358,57 @@ inline void validate(const sim_config& cfg) {
     opt.buffer_windows = cfg.buffer_windows;
     opt.max_age = cfg.max_age;
     validate_options(opt);
+    validate_tokens(cfg);
     for (const std::string& name : cfg.policies)
-        if (!find_policy(name))
+        if (!cfg.tokens.enabled() && !find_policy(name))
             throw input_error(fmt::format("--policy: unknown policy '{}' (expected some of {})",
                                           name, policy_names()));
+}
+
+/// The names of the policies a run asks for, in the order asked and each once, in either mode.
+[[nodiscard]] inline std::vector<std::string> requested_policy_names(const sim_config& cfg) {
+    if (cfg.tokens.enabled()) return requested_token_policies(cfg);
+    std::vector<std::string> names;
+    for (const policy_entry* e : requested_policies(cfg)) names.emplace_back(e->name);
+    return names;
+}
+
+/// Micro-batch mode's part of simulate(): global_fixed's B resolved into `out`, then every
+/// requested policy run on a fresh source from `fresh(observer)` (a source and the context that
+/// reads it); none always runs, as the reference of speedup_vs_none. A peer whose own code raises
+/// on these records is skipped, with its reason.
+template <class Fresh>
+void simulate_tokens(const sim_config& cfg, sim_result& out, Fresh&& fresh,
+                     const emit_observer& observer) {
+    out.fixed_batch = cfg.tokens.fixed_batch > 0
+                          ? cfg.tokens.fixed_batch
+                          : fixed_batch_for(*cfg.tokens.max_tokens, out.mean_length);
+    const auto run_one = [&](const token_policy_entry& e, const emit_observer& watch) {
+        auto [source, ctx] = fresh(watch);
+        ctx.tokens.fixed_batch = out.fixed_batch;
+        const token_run run = run_token_policy(e, ctx, cfg.steps);
+        policy_result res;
+        res.name = e.name;
+        res.tokens = run.metrics;
+        res.tokens->records = run.extras.records;
+        res.extras.max_delay_batches = run.extras.max_delay_steps;
+        res.extras.note = run.extras.note;
+        res.seconds = run.seconds;
+        return res;
+    };
+    const std::vector<std::string> wanted = requested_token_policies(cfg);
+    const bool none_wanted = std::find(wanted.begin(), wanted.end(), "none") != wanted.end();
+    const policy_result none = run_one(*find_token_policy("none"), none_wanted ? observer
+                                                                               : emit_observer{});
+    for (const std::string& name : wanted) {
+        try {
+            policy_result res = name == "none" ? none : run_one(*find_token_policy(name), observer);
+            res.speedup_vs_none = speedup(res.tokens->efficiency, none.tokens->efficiency);
+            out.policies.push_back(std::move(res));
+        } catch (const peer_refuses& e) {
+            out.skipped.push_back({name, fmt::format("{} skipped: {}", name, e.what())});
+        }
+    }
 }
 
 /// Runs every requested policy (none is always simulated: the others are measured against it).
@@ -367,6 +421,7 @@ inline void validate(const sim_config& cfg) {
     if (!make_source) {
         if (const auto* file = std::get_if<file_spec>(&cfg.dist)) {
             auto lengths = std::make_shared<const std::vector<double>>(load_lengths(file->path));
+            check_oversized(cfg.tokens, *lengths);
             out.prior = resolve_cap_prior(cfg.cap_prior, cfg.cap, cfg.cost, lengths.get());
             out.mean_cost = resolve_mean_cost(cfg, *lengths);
             out.dataset_records = lengths->size();
@@ -405,8 +460,6 @@ inline void validate(const sim_config& cfg) {
     if (!(out.bin_tokens > 0.0)) out.bin_tokens = 1.0; // all lengths 0: any capacity will do
     out.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost);
 
-    const std::vector<const policy_entry*> wanted = requested_policies(cfg);
-
     // The context of one policy's run, reading `source` and reporting to `watch`.
     const auto context = [&](record_source* source, const emit_observer& watch) {
         sim_context ctx;
@@ -420,6 +473,15 @@ inline void validate(const sim_config& cfg) {
         ctx.truth = cfg.truth();
         return ctx;
     };
+    if (cfg.tokens.enabled()) {
+        simulate_tokens(cfg, out, [&](const emit_observer& watch) {
+            auto source = std::shared_ptr<record_source>(make_source());
+            sim_context ctx = context(source.get(), watch);
+            return std::pair{std::move(source), std::move(ctx)};
+        }, observer);
+        return out;
+    }
+    const std::vector<const policy_entry*> wanted = requested_policies(cfg);
     const auto run_one = [&](const policy_entry& e) {
         std::unique_ptr<record_source> source = make_source();
         return run_policy(e, context(source.get(), observer), cfg.steps);

@@ -77,9 +77,13 @@ struct kk_items {
         for (std::size_t i = 0; i < k; ++i) {
             kk_state::set& into = a.sets[i];
             const kk_state::set& from = b.sets[k - 1 - i];
+            if (from.count == 0) continue; // an empty set (verl's equal_size=False) adds nothing
             for (std::uint32_t j = from.head, n = 0; n < from.count; j = next[j], ++n)
                 into.sum += value[j];
-            next[into.tail] = from.head;
+            if (into.count == 0)
+                into.head = from.head;
+            else
+                next[into.tail] = from.head;
             into.tail = from.tail;
             into.count += from.count;
         }
@@ -135,21 +139,23 @@ template <class Less>
 
 } // namespace detail
 
-/// Partitions `values` into k groups of exactly values.size() / k items each by the
-/// Karmarkar-Karp largest differencing method, exactly as verl's
-/// get_seqlen_balanced_partitions(values, k, equal_size=True) does it
-/// (verl/utils/seqlen_balancing.py, karmarkar_karp): the items sorted by (value, index) are cut
-/// into runs of k, each run a state of k one-item sets; the two states of largest spread (a
-/// Python heapq, ties broken as verl's comparisons break them) merge, the heaviest set of one
-/// with the lightest of the other, until one state is left. Returns its sets heaviest first
-/// (verl's order), each as item indices in increasing order. Throws std::invalid_argument unless
-/// k >= 1 and values.size() is a positive multiple of k. O(n log n + (n/k) (n + k log k)).
+/// Partitions `values` into k groups by the Karmarkar-Karp largest differencing method, exactly as
+/// verl's get_seqlen_balanced_partitions(values, k, equal_size) does it
+/// (verl/utils/seqlen_balancing.py, karmarkar_karp). The items sorted by (value, index) become
+/// states: with `equal_size`, runs of k, each a state of k one-item sets; without, one state per
+/// item, the item in one set beside k-1 empty ones. The two states of largest spread (a Python
+/// heapq, ties broken as verl's comparisons break them) merge, the heaviest set of one with the
+/// lightest of the other, until one state is left. Returns its sets heaviest first (verl's order),
+/// each as item indices in increasing order. Throws std::invalid_argument unless k >= 1 and there
+/// are at least k values (with `equal_size`, a multiple of k), and, as verl asserts, if a group
+/// comes out empty. O(n log n + (states) (n + k log k)).
 [[nodiscard]] inline std::vector<std::vector<std::uint32_t>>
-karmarkar_karp_equal(std::span<const double> values, std::size_t k) {
+karmarkar_karp(std::span<const double> values, std::size_t k, bool equal_size) {
     const std::size_t n = values.size();
-    if (k == 0 || n == 0 || n % k != 0 || n >= detail::kk_items::end)
-        throw std::invalid_argument("karmarkar_karp_equal: the item count must be a positive "
-                                    "multiple of k");
+    if (k == 0 || n < k || (equal_size && n % k != 0) || n >= detail::kk_items::end)
+        throw std::invalid_argument(
+            equal_size ? "karmarkar_karp: the item count must be a positive multiple of k"
+                       : "karmarkar_karp: there must be at least k items");
     std::vector<std::uint32_t> order(n);
     std::iota(order.begin(), order.end(), std::uint32_t{0});
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -161,11 +167,12 @@ karmarkar_karp_equal(std::span<const double> values, std::size_t k) {
         return items.state_less(a, b);
     };
     std::vector<detail::kk_state> heap;
-    heap.reserve(n / k);
-    for (std::size_t offset = 0; offset < n; offset += k) {
+    const std::size_t run = equal_size ? k : 1; // items per starting state
+    heap.reserve(n / run);
+    for (std::size_t offset = 0; offset < n; offset += run) {
         detail::kk_state s;
         s.sets.resize(k);
-        for (std::size_t i = 0; i < k; ++i) {
+        for (std::size_t i = 0; i < run; ++i) {
             const std::uint32_t item = order[offset + i];
             s.sets[i] = {values[item], 1, item, item};
         }
@@ -182,12 +189,22 @@ karmarkar_karp_equal(std::span<const double> values, std::size_t k) {
     std::vector<std::vector<std::uint32_t>> groups(k);
     for (std::size_t g = 0; g < k; ++g) {
         const detail::kk_state::set& s = heap.front().sets[g];
+        if (s.count == 0)
+            throw std::invalid_argument("karmarkar_karp: a group came out empty (verl asserts)");
         groups[g].reserve(s.count);
         for (std::uint32_t j = s.head, c = 0; c < s.count; j = items.next[j], ++c)
             groups[g].push_back(j);
         std::sort(groups[g].begin(), groups[g].end()); // as get_seqlen_balanced_partitions returns
     }
     return groups;
+}
+
+/// karmarkar_karp with equal_size: k groups of exactly values.size() / k items each, as verl's
+/// balance_batch splits a global batch across ranks. Throws std::invalid_argument unless k >= 1
+/// and values.size() is a positive multiple of k.
+[[nodiscard]] inline std::vector<std::vector<std::uint32_t>>
+karmarkar_karp_equal(std::span<const double> values, std::size_t k) {
+    return karmarkar_karp(values, k, true);
 }
 
 /// `verl_kk`: verl's balance_batch (verl/trainer/ppo/ray_trainer.py, RayPPOTrainer._balance_batch).

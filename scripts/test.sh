@@ -31,6 +31,9 @@ cmake -S . -B build $(generator_args build) -DCMAKE_BUILD_TYPE=Release -DBCL_BUI
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+section "token-budget micro-batches: bcl-sim's targets against the peers (docs/tokens.md)"
+python3 bench/sim/token_table.py --sim build/bin/bcl-sim --steps 300
+
 section "ASan + UBSan build (build-asan/)"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_init_order=1:check_initialization_order=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

@@ -36,7 +36,7 @@ echo "== pip install --no-build-isolation ./python"
 
 echo "== flake8 and mypy"
 # Debian's flake8 and mypy, with the settings in .flake8 and python/pyproject.toml.
-"$python" -m flake8 python examples/python bench/python
+"$python" -m flake8 python examples/python bench/python bench/sim
 (cd python && "$python" -m mypy --cache-dir ../build-python/mypy_cache)
 
 echo "== pytest python/tests"

@@ -36,7 +36,7 @@ constexpr std::string_view program = "bcl-sim";
 /// every policy reads a fresh stream, and none, the reference every call runs, is the same each
 /// time.
 sim_result simulate_each(const sim_config& cfg, bcl_cli::progress& bar) {
-    bcl_sim::validate(cfg);         // every flag, before the first policy runs
+    bcl_sim::validate(cfg); // every flag, before the first policy runs
     // In the order asked for, each once.
     const std::vector<std::string> names = bcl_sim::requested_policy_names(cfg);
 
@@ -197,6 +197,11 @@ int main(int argc, char** argv) {
                         "with --max-tokens, a record above T: error (refuse it) | alone (a "
                         "micro-batch of its own, bcl::token_plan_options::oversized_alone)",
                         {"error", "alone"});
+    app.add_option("--max-fill", cfg.tokens.max_fill,
+                   "with --micro-batches: the share of a window's R*K*M*T tokens global fills "
+                   "(bcl::token_plan_options::max_fill, in (0, 1]); less leaves room for balance "
+                   "at the price of micro-steps")
+        ->capture_default_str();
     bcl_cli::add_progress_flag(app, opt.progress);
 
     const bcl_cli::parsed command = bcl_cli::parse(app, argc, argv, program);

@@ -64,6 +64,7 @@ struct token_settings {
     std::optional<std::size_t> micro_batches;
     std::size_t multiple_of = 1;  ///< --multiple-of m: every step's count a multiple of m
     bool oversized_alone = false; ///< --oversized alone: a record above T alone in a micro-batch
+    double max_fill = 1.0; ///< --max-fill: a stream window's share of R*K*M*T that global fills
     /// global_fixed's B, records per micro-batch: --batch when given in this mode, else 0 until
     /// the run resolves it (fixed_batch_for).
     std::size_t fixed_batch = 0;

@@ -181,6 +181,7 @@ inline nlohmann::ordered_json tokens_json(const sim_config& cfg, const sim_resul
             {"lookahead", cfg.lookahead},
             {"multiple_of", t.multiple_of},
             {"oversized", t.oversized_alone ? "alone" : "error"},
+            {"max_fill", t.max_fill},
             {"fixed_batch", res.fixed_batch}};
 }
 
@@ -351,17 +352,18 @@ inline void print_token_table(const cli_options& opt, const sim_result& res) {
         fmt::print("         a stream of steps of {} micro-batches a rank; global plans windows of "
                    "{} steps\n",
                    *t.micro_batches, cfg.lookahead);
-    fmt::print("         {} steps, seed {}, records above T {}; global_fixed's B = {}\n",
-               cfg.steps, cfg.seed, t.oversized_alone ? "alone" : "refused", res.fixed_batch);
+    fmt::print("         {} steps, seed {}, records above T {}; global_fixed's B = {}\n", cfg.steps,
+               cfg.seed, t.oversized_alone ? "alone" : "refused", res.fixed_batch);
     fmt::print("\n{:<14}{:>11}{:>10}{:>9}{:>7}{:>8}{:>9}{:>7}{:>9}{:>10}{:>9}\n", "policy",
                "efficiency", "imbalance", "micro", "bound", "within1", "over_bud", "delay",
                "speedup", "peak_tok", "time_s");
     for (const auto& p : res.policies) {
         const bcl_sim::token_metrics& m = *p.tokens;
-        fmt::print("{:<14}{:>11.4f}{:>10.3f}{:>9}{:>7}{:>8.3f}{:>9}{:>7}{:>9.3f}{:>10.0f}{:>9.2f}\n",
-                   p.name, m.efficiency, m.imbalance, m.micro_steps, m.micro_steps_bound,
-                   m.steps_within_one_of_bound, m.over_budget, p.extras.max_delay_batches,
-                   p.speedup_vs_none, m.peak_micro_tokens, p.seconds);
+        fmt::print(
+            "{:<14}{:>11.4f}{:>10.3f}{:>9}{:>7}{:>8.3f}{:>9}{:>7}{:>9.3f}{:>10.0f}{:>9.2f}\n",
+            p.name, m.efficiency, m.imbalance, m.micro_steps, m.micro_steps_bound,
+            m.steps_within_one_of_bound, m.over_budget, p.extras.max_delay_batches,
+            p.speedup_vs_none, m.peak_micro_tokens, p.seconds);
     }
     fmt::print("\n");
     for (const std::string_view line : {

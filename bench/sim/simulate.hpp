@@ -398,8 +398,8 @@ void simulate_tokens(const sim_config& cfg, sim_result& out, Fresh&& fresh,
     };
     const std::vector<std::string> wanted = requested_token_policies(cfg);
     const bool none_wanted = std::find(wanted.begin(), wanted.end(), "none") != wanted.end();
-    const policy_result none = run_one(*find_token_policy("none"), none_wanted ? observer
-                                                                               : emit_observer{});
+    const policy_result none =
+        run_one(*find_token_policy("none"), none_wanted ? observer : emit_observer{});
     for (const std::string& name : wanted) {
         try {
             policy_result res = name == "none" ? none : run_one(*find_token_policy(name), observer);
@@ -474,11 +474,14 @@ void simulate_tokens(const sim_config& cfg, sim_result& out, Fresh&& fresh,
         return ctx;
     };
     if (cfg.tokens.enabled()) {
-        simulate_tokens(cfg, out, [&](const emit_observer& watch) {
-            auto source = std::shared_ptr<record_source>(make_source());
-            sim_context ctx = context(source.get(), watch);
-            return std::pair{std::move(source), std::move(ctx)};
-        }, observer);
+        simulate_tokens(
+            cfg, out,
+            [&](const emit_observer& watch) {
+                auto source = std::shared_ptr<record_source>(make_source());
+                sim_context ctx = context(source.get(), watch);
+                return std::pair{std::move(source), std::move(ctx)};
+            },
+            observer);
         return out;
     }
     const std::vector<const policy_entry*> wanted = requested_policies(cfg);

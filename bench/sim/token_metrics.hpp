@@ -40,12 +40,12 @@ struct token_metrics {
     std::size_t micro_steps_bound = 0; ///< the sum of the planning units' token bounds
     /// The share of steps whose micro-batch count is at most ceil(step tokens / (R*T)) + 1.
     double steps_within_one_of_bound = 1.0;
-    std::uint64_t over_budget = 0;        ///< micro-batches above T tokens
-    std::uint64_t padding = 0;            ///< empty micro-batches (a rank idles through them)
-    double peak_micro_tokens = 0.0;       ///< the most tokens of one micro-batch
-    double useful = 0.0;                  ///< the sum of every micro-batch's cost
-    double time = 0.0;                    ///< the sum over micro-steps of the slowest rank's cost
-    std::uint64_t records = 0;            ///< records trained (set by the run, not by add())
+    std::uint64_t over_budget = 0;  ///< micro-batches above T tokens
+    std::uint64_t padding = 0;      ///< empty micro-batches (a rank idles through them)
+    double peak_micro_tokens = 0.0; ///< the most tokens of one micro-batch
+    double useful = 0.0;            ///< the sum of every micro-batch's cost
+    double time = 0.0;              ///< the sum over micro-steps of the slowest rank's cost
+    std::uint64_t records = 0;      ///< records trained (set by the run, not by add())
 };
 
 /// Streams the steps of a policy into token_metrics, and checks on every step what a trainer
@@ -125,9 +125,9 @@ private:
     double m_max_tokens;
     bool m_allow_padding;
     token_metrics m_out;
-    double m_imbalance = 0.0;   // the sum of max/mean over costly micro-steps
-    std::size_t m_costly = 0;   // micro-steps that cost something
-    std::size_t m_within = 0;   // steps within one micro-step of their bound
+    double m_imbalance = 0.0; // the sum of max/mean over costly micro-steps
+    std::size_t m_costly = 0; // micro-steps that cost something
+    std::size_t m_within = 0; // steps within one micro-step of their bound
 };
 
 } // namespace bcl_sim

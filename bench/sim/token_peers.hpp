@@ -75,7 +75,8 @@ inline void pad_to_equal(rank_micro_batches& ranks, std::size_t multiple) {
 [[nodiscard]] inline std::vector<std::uint32_t> strided_share(std::size_t count, std::size_t ranks,
                                                               std::size_t rank) {
     std::vector<std::uint32_t> share;
-    for (std::size_t j = rank; j < count; j += ranks) share.push_back(static_cast<std::uint32_t>(j));
+    for (std::size_t j = rank; j < count; j += ranks)
+        share.push_back(static_cast<std::uint32_t>(j));
     return share;
 }
 
@@ -352,10 +353,10 @@ verl_rearrange(const std::vector<std::vector<std::uint32_t>>& shares,
                                                      std::size_t ranks, double max_tokens) {
     for (const double l : lengths)
         if (l > max_tokens || !(l > 0.0))
-            throw peer_refuses(
-                fmt::format("NeMo-RL raises: sequence length {} {}", l,
-                            l > max_tokens ? fmt::format("exceeds bin capacity {}", max_tokens)
-                                           : std::string("is not positive")));
+            throw peer_refuses(fmt::format("NeMo-RL raises: sequence length {} {}", l,
+                                           l > max_tokens
+                                               ? fmt::format("exceeds bin capacity {}", max_tokens)
+                                               : std::string("is not positive")));
     std::vector<std::vector<std::uint32_t>> bins = mffd_pack(lengths, max_tokens);
     adjust_bin_count(bins, ranks, ranks);
     rank_micro_batches out(ranks);

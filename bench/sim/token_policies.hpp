@@ -141,10 +141,11 @@ inline constexpr std::uint64_t max_token_budget = std::uint64_t{1} << 31;
 inline void validate_tokens(const sim_config& cfg) {
     const token_settings& t = cfg.tokens;
     if (!t.enabled()) {
-        const char* given = t.step_records    ? "--step-records"
-                            : t.micro_batches ? "--micro-batches"
+        const char* given = t.step_records       ? "--step-records"
+                            : t.micro_batches    ? "--micro-batches"
                             : t.multiple_of != 1 ? "--multiple-of"
                             : t.oversized_alone  ? "--oversized"
+                            : t.max_fill != 1.0  ? "--max-fill"
                                                  : nullptr;
         if (given != nullptr)
             throw input_error(fmt::format("{} is a flag of micro-batch mode; give --max-tokens T "
@@ -168,6 +169,11 @@ inline void validate_tokens(const sim_config& cfg) {
     if (t.micro_batches && *t.micro_batches == 0)
         throw input_error("--micro-batches must be at least 1");
     if (t.multiple_of == 0) throw input_error("--multiple-of must be at least 1");
+    if (!(t.max_fill > 0.0 && t.max_fill <= 1.0))
+        throw input_error(fmt::format("--max-fill must be in (0, 1] (got {})", t.max_fill));
+    if (t.held() && t.max_fill != 1.0)
+        throw input_error("--max-fill is a flag of a stream of steps (--micro-batches M): held "
+                          "batches take every record of the step");
     if (t.micro_batches && *t.micro_batches % t.multiple_of != 0)
         throw input_error(fmt::format("--micro-batches {} must be a multiple of --multiple-of {}",
                                       *t.micro_batches, t.multiple_of));
@@ -200,8 +206,8 @@ inline void validate_tokens(const sim_config& cfg) {
     };
     for (const auto& f : not_here)
         if (f.given)
-            throw input_error(fmt::format("{} does not apply in micro-batch mode (--max-tokens)",
-                                          f.flag));
+            throw input_error(
+                fmt::format("{} does not apply in micro-batch mode (--max-tokens)", f.flag));
     for (const std::string& name : cfg.policies)
         if (!find_token_policy(name))
             throw input_error(fmt::format("--policy: '{}' is not a policy of micro-batch mode "
@@ -261,8 +267,7 @@ struct token_run {
         if (block.steps.empty() || block.steps.size() > steps - first)
             throw std::logic_error(fmt::format("policy {} ran {} steps from step {}", entry.name,
                                                block.steps.size(), first));
-        for (std::size_t k = 0; k < block.steps.size(); ++k)
-            acc.add(block.steps[k], first + k);
+        for (std::size_t k = 0; k < block.steps.size(); ++k) acc.add(block.steps[k], first + k);
         acc.add_bound(block.bound);
         first += block.steps.size();
     }

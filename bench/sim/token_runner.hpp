@@ -279,6 +279,7 @@ class token_global_runner final : public token_runner {
 public:
     explicit token_global_runner(const sim_context& ctx) : m_ctx(ctx), m_reader(m_ctx) {
         m_opt.oversized_alone = ctx.tokens.oversized_alone;
+        m_opt.max_fill = ctx.tokens.max_fill;
         m_budget = {ctx.ranks, *ctx.tokens.max_tokens, ctx.tokens.multiple_of};
     }
 
@@ -318,9 +319,9 @@ public:
                                                steps, s.steps, s.micro_steps));
         token_block_builder out(m_ctx, first, steps);
         for (std::size_t k = 0; k < steps; ++k) out.set_count(k, s.micro_batches);
-        const double per_step =
-            t.held() ? 0.0
-                     : static_cast<double>(r * *t.micro_batches) * static_cast<double>(*t.max_tokens);
+        const double per_step = t.held() ? 0.0
+                                         : static_cast<double>(r * *t.micro_batches) *
+                                               static_cast<double>(*t.max_tokens);
         double before = 0.0; // a stream window's tokens before record i
         for (std::size_t i = 0; i < m_items.size(); ++i) {
             const bcl::micro_slot& slot = m_slots[i];
@@ -405,7 +406,8 @@ public:
         const std::size_t b = t.fixed_batch;
         const std::size_t per_step = t.held() ? *t.step_records : *t.micro_batches * b;
         const std::size_t per_rank = per_step * steps;
-        const std::size_t micro_steps = t.held() ? (per_rank + b - 1) / b : steps * *t.micro_batches;
+        const std::size_t micro_steps =
+            t.held() ? (per_rank + b - 1) / b : steps * *t.micro_batches;
         const std::uint64_t begin = std::uint64_t{first} * r * per_step;
         const std::size_t n = r * per_rank;
         m_items.resize(n);

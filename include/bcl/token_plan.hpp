@@ -10,6 +10,7 @@
 #include <bcl/detail/random.hpp>
 #include <bcl/detail/tokens/cell_leveller.hpp>
 #include <bcl/detail/tokens/cell_packer.hpp>
+#include <bcl/detail/tokens/first_fit.hpp>
 #include <bcl/detail/tokens/micro_layout.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/error.hpp>
@@ -122,8 +123,10 @@ struct token_plan_summary {
 /// records into the cells are made, and the one with the smaller sum over micro-steps kept (ties:
 /// the first): LPT with the token capacity (each record, dearest first, to the cheapest cell with
 /// room; cell_packer), and levelled micro-steps (a record dearer than the mean cell leads a
-/// micro-step of the R dearest, whose other cells are filled up to it; cell_leveller). Where
-/// neither packs (costs that do not follow tokens), the records dealt by tokens, largest first.
+/// micro-step of the R dearest, whose other cells are filled up to it; cell_leveller). Where LPT
+/// does not pack, the records by tokens, largest first: by LPT when costs do not follow tokens,
+/// then by first fit (each to the lowest cell with room; first_fit), the tightest packing, which
+/// reaches the token bound more often; its cells are still lined up by cost.
 /// With K steps in one plan, records move between the steps (at most K-1) and ranks, which is what
 /// lines the heavy cells up: one step rarely holds R records that dear.
 class token_planner {
@@ -447,14 +450,24 @@ private:
             best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
             m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
             found = true;
-        } else if (by_tokens_differs()) {
-            // Dealing by cost does not pack; the records by tokens, largest first, may (first fit
-            // decreasing, each to the cheapest cell with room) when costs do not follow tokens.
-            // When they do (the default cost) the order is the same and so would the deal be.
-            if (m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity,
-                              m_unit_alone)) {
-                best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
-                m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
+        } else {
+            // Dealing by cost does not pack; the records by tokens, largest first, may: first by
+            // LPT (each to the cheapest cell with room) when costs do not follow tokens (when
+            // they do, as the default cost's, that is the deal above), then by first fit (each
+            // to the lowest cell with room), the tightest, whose cells the layout still lines up
+            // by cost across ranks.
+            const bool differs = by_tokens_differs();
+            const std::span<const std::uint32_t> by_tokens = differs ? m_by_tokens : m_order;
+            const std::span<const std::uint32_t> placed =
+                differs && m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity,
+                                         m_unit_alone)
+                    ? m_packer.cells_of()
+                : m_first_fit.deal(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone)
+                    ? m_first_fit.cell_of()
+                    : std::span<const std::uint32_t>{};
+            if (!placed.empty()) {
+                best = m_layout.lay_out(placed, m_unit_cost, cells, r, micro);
+                m_cell_of.assign(placed.begin(), placed.end());
                 found = true;
             }
         }
@@ -462,8 +475,13 @@ private:
         // elsewhere it would deal every record as LPT just did. Where no deal packed at this
         // count, levelling (the same deal after a few steps) is not tried either: a failed count
         // then costs one deal, not three.
+        // Levelled cells are filled by cost, not tokens, so they need room: where the records
+        // leave less than 1/32 of the cells' tokens free, the levelled deal (a whole LPT pass)
+        // does not pack, as a rule, and is not tried.
         // (h * c > S as h > S / c: a group's summed cost times the cells may pass 2^64.)
-        const bool levels = found && m_unit_cost[m_order[0]] > sum(m_unit_cost) / cells;
+        const std::uint64_t room = cells * capacity;
+        const bool levels = found && m_unit_cost[m_order[0]] > sum(m_unit_cost) / cells &&
+                            room - std::min(room, sum(m_unit_tokens)) >= room / 32;
         if (levels && m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity,
                                       m_unit_alone)) {
             const std::uint64_t levelled =
@@ -686,6 +704,7 @@ private:
     std::vector<std::uint32_t> m_cell_of; // by unit: its cell in the plan kept
     detail::tokens::cell_packer m_packer;
     detail::tokens::cell_packer m_bin_packer;
+    detail::tokens::first_fit_packer m_first_fit;
     detail::tokens::cell_leveller m_leveller;
     detail::tokens::micro_layout m_layout;
     detail::tokens::micro_layout m_alt_layout;

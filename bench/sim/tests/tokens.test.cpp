@@ -127,8 +127,8 @@ TEST_CASE("sim tokens: micro-batch mode's flags and errors", "[sim][tokens]") {
         bcl_sim::sim_config c = cfg;
         c.policies = {"global", "tumbling"};
         refused(c, "'tumbling' is not a policy of micro-batch mode");
-        c.policies = {"global", "verl_dynamic", "skyrl", "nemo_rl", "fixed_length",
-                      "global_fixed", "none"};
+        c.policies = {"global",       "verl_dynamic", "skyrl", "nemo_rl",
+                      "fixed_length", "global_fixed", "none"};
         CHECK_NOTHROW(bcl_sim::validate(c));
     }
     SECTION("records above T: how many, and what to do") {
@@ -177,9 +177,8 @@ TEST_CASE("sim tokens: the sequential and fixed-length packers by hand", "[sim][
         // Two ranks, T = 8: rank 0's 3, 2, 7 (12 tokens) in two, [3, 2, 3 of 7] and [4 of 7];
         // rank 1's 4, 5 (9 tokens) in two, [4, 4 of 5] and [1 of 5].
         const bcl_sim::rank_micro_batches plan = bcl_sim::fixed_length_plan(lengths, 2, 8, 1);
-        CHECK(plan == bcl_sim::rank_micro_batches{
-                          {micro{{0, 3}, {2, 2}, {4, 3}}, micro{{4, 4}}},
-                          {micro{{1, 4}, {3, 4}}, micro{{3, 1}}}});
+        CHECK(plan == bcl_sim::rank_micro_batches{{micro{{0, 3}, {2, 2}, {4, 3}}, micro{{4, 4}}},
+                                                  {micro{{1, 4}, {3, 4}}, micro{{3, 1}}}});
     }
 }
 
@@ -247,8 +246,7 @@ TEST_CASE("sim tokens: verl's dynamic batch size by hand", "[sim][tokens][verl]"
         // Workloads 5, 1, 9, 3 (one record each): sorted largest first 9(2) 5(0) 3(3) 1(1); the
         // even positions reversed, [3, 2], then the odd ones, [0, 1].
         const std::vector<double> work{5, 1, 9, 3};
-        const auto order =
-            bcl_sim::verl_order_micro_batches({{0}, {1}, {2}, {3}}, work);
+        const auto order = bcl_sim::verl_order_micro_batches({{0}, {1}, {2}, {3}}, work);
         CHECK(order == std::vector<std::vector<std::uint32_t>>{{3}, {2}, {0}, {1}});
     }
     SECTION("the strict budget: one more micro-batch until all fit (verl's example)") {
@@ -383,10 +381,8 @@ TEST_CASE("sim tokens: bcl's plans keep the budget and equal counts on every run
                 for (int shape = 0; shape < 4; ++shape) {
                     // Held one at a time, held two pooled, a stream of 2 (K = 4), of 3 with m 3.
                     bcl_sim::sim_config cfg =
-                        shape < 2 ? token_config(ranks, w.max_tokens, 24, {}, 9,
-                                                 shape == 0 ? 1 : 2)
-                                  : token_config(ranks, w.max_tokens, {}, shape == 2 ? 2 : 3, 9,
-                                                 4);
+                        shape < 2 ? token_config(ranks, w.max_tokens, 24, {}, 9, shape == 0 ? 1 : 2)
+                                  : token_config(ranks, w.max_tokens, {}, shape == 2 ? 2 : 3, 9, 4);
                     if (shape == 3) cfg.tokens.multiple_of = 3;
                     cfg.dist = bcl_sim::parse_dist(w.dist);
                     cfg.seed = seed;
@@ -417,8 +413,8 @@ TEST_CASE("sim tokens: bcl's plans keep the budget and equal counts on every run
 TEST_CASE("sim tokens: every policy trains each record once, as many micro-batches per rank",
           "[sim][tokens]") {
     for (const bool held : {true, false}) {
-        bcl_sim::sim_config cfg = held ? token_config(4, 32768, 16, {}, 6, 2)
-                                       : token_config(4, 32768, {}, 2, 6, 3);
+        bcl_sim::sim_config cfg =
+            held ? token_config(4, 32768, 16, {}, 6, 2) : token_config(4, 32768, {}, 2, 6, 3);
         cfg.dist = bcl_sim::parse_dist("bimodal:short=300,long=3000,p=0.3,sigma=0.4");
         cfg.cost = bcl_sim::default_cost();
         for (const bcl_sim::token_policy_entry& e : bcl_sim::token_policy_table()) {
@@ -449,8 +445,8 @@ TEST_CASE("sim tokens: global on a stream is the plan bcl::token_epoch_planner w
     cfg.cost = bcl_sim::default_cost();
     cfg.policies = {"global"};
     std::map<std::pair<std::size_t, std::size_t>, std::set<std::uint64_t>> sim;
-    const bcl_sim::sim_result res = bcl_sim::simulate(
-        cfg, {}, [&](std::size_t step, std::size_t rank, std::uint64_t id) {
+    const bcl_sim::sim_result res =
+        bcl_sim::simulate(cfg, {}, [&](std::size_t step, std::size_t rank, std::uint64_t id) {
             sim[{step, rank}].insert(id);
         });
     std::size_t planned = 0;

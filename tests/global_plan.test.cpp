@@ -520,7 +520,7 @@ TEST_CASE("global plan: the exhaustive-search figures of docs/global.md",
     for (const auto& [name, got] :
          {std::pair{"default (level_steps = true)", &tiny_window::levelled},
           std::pair{"flat (level_steps = false)", &tiny_window::flat}})
-        for (const std::size_t steps : {0, 1, 2, 3}) {
+        for (const std::size_t steps : {0U, 1U, 2U, 3U}) {
             const search_figures f = figures_of(got, steps);
             fmt::print("{}, {}: optimal on {} of {} windows, {:.2f}% above the best on average, "
                        "{:.1f}% at worst\n",

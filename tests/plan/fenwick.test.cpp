@@ -55,7 +55,7 @@ TEST_CASE("fenwick: prefix(i) is the sum of the first i values, after any sequen
           "[plan][fenwick]") {
     std::mt19937_64 gen(5);
     fenwick<std::uint64_t> tree; // one tree, rebuilt: nothing of a former build may remain
-    for (std::size_t n : {0, 1, 2, 3, 7, 8, 9, 31, 64, 100, 257}) {
+    for (std::size_t n : {0U, 1U, 2U, 3U, 7U, 8U, 9U, 31U, 64U, 100U, 257U}) {
         std::vector<std::uint64_t> v(n);
         for (std::uint64_t& x : v) x = gen() % 1000;
         tree.build(n, [&](std::size_t i) { return v[i]; });
@@ -79,7 +79,7 @@ TEST_CASE("fenwick: longest_prefix_below finds the longest prefix whose sum is b
           "[plan][fenwick]") {
     std::mt19937_64 gen(6);
     fenwick<std::uint64_t> tree;
-    for (std::size_t n : {1, 2, 5, 16, 17, 100}) {
+    for (std::size_t n : {1U, 2U, 5U, 16U, 17U, 100U}) {
         std::vector<std::uint64_t> v(n);
         for (std::uint64_t& x : v) x = gen() % 4; // zeros too: the longest, not the first
         tree.build(n, [&](std::size_t i) { return v[i]; });

@@ -35,7 +35,7 @@ TEST_CASE("word_sort: words of a key over an ascending index come out as std::so
           "[plan][word_sort]") {
     std::mt19937_64 gen(3);
     bcl::detail::plan::word_sort sort; // one sorter: its scratch must not leak between inputs
-    for (const std::size_t n : {0, 1, 2, 255, 256, 257, 1000, 5000})
+    for (const std::size_t n : {0U, 1U, 2U, 255U, 256U, 257U, 1000U, 5000U})
         for (const unsigned key_bits : {0U, 1U, 3U, 8U, 9U, 17U, 40U})
             for (const std::uint64_t shared : {std::uint64_t{0}, std::uint64_t{0x500}}) {
                 const unsigned low_bits = static_cast<unsigned>(std::bit_width(n));

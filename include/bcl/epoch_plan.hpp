@@ -28,6 +28,23 @@
 
 namespace bcl {
 
+namespace detail {
+/// `index` as a position in a table of `table` entries by dataset index. Throws bcl::error
+/// (prefixed with `who`) naming the index when it is negative or past the table: it has no
+/// `what` in `table_name`.
+template <class Index>
+[[nodiscard]] std::size_t table_index(Index index, std::size_t table, std::string_view what,
+                                      std::string_view table_name, std::string_view who) {
+    bool negative = false;
+    if constexpr (std::is_signed_v<Index>) negative = index < 0;
+    if (!negative && static_cast<std::size_t>(index) < table) [[likely]]
+        return static_cast<std::size_t>(index);
+    throw error(std::string(who) + ": dataset index " + std::to_string(index) + " has no " +
+                std::string(what) + " (" + std::string(table_name) + " has " +
+                std::to_string(table) + " entries)");
+}
+} // namespace detail
+
 /// The shape of an epoch under the global plan. An aggregate:
 /// `bcl::epoch_shape{.ranks = 8, .lookahead = 8, .batch = 16}`.
 struct epoch_shape {
@@ -249,12 +266,7 @@ private:
     template <class Index>
     [[nodiscard]] static std::size_t checked_index(Index index, std::size_t table,
                                                    std::string_view who) {
-        bool negative = false;
-        if constexpr (std::is_signed_v<Index>) negative = index < 0;
-        if (!negative && static_cast<std::size_t>(index) < table) [[likely]]
-            return static_cast<std::size_t>(index);
-        throw error(std::string(who) + ": dataset index " + std::to_string(index) +
-                    " has no cost (the cost table has " + std::to_string(table) + " entries)");
+        return detail::table_index(index, table, "cost", "the cost table", who);
     }
 
     global_planner m_planner;
@@ -369,12 +381,7 @@ private:
     template <class Index>
     [[nodiscard]] static std::size_t checked_index(Index index, std::size_t table,
                                                    std::string_view who) {
-        bool negative = false;
-        if constexpr (std::is_signed_v<Index>) negative = index < 0;
-        if (!negative && static_cast<std::size_t>(index) < table) [[likely]]
-            return static_cast<std::size_t>(index);
-        throw error(std::string(who) + ": dataset index " + std::to_string(index) +
-                    " has no tokens (the table has " + std::to_string(table) + " entries)");
+        return detail::table_index(index, table, "tokens", "the table", who);
     }
 
     // This rank's micro-batches of a window, step by step, each in the order's order.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The style checks the test command runs: every C++ file as clang-format-14 would lay it out
 # (.clang-format), and clang-tidy-16 (.clang-tidy: the checks and why some are off) over every
-# header under include/bcl, and the layering rule (scripts/check_layers.py). Prints what differs
+# header under include/bcl, the layering rule (scripts/check_layers.py), and that every header has
+# its spec beside it: include/bcl/[detail/]<path>.hpp -> tests/<path>.test.cpp. Prints what differs
 # and exits non-zero on any finding.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -22,4 +23,18 @@ echo "== $tidy on ${#headers[@]} headers"
 "$tidy" --quiet --config-file=.clang-tidy "$work/all_headers.cpp" -- -std=c++20 -Iinclude \
     2> >(grep -v "warnings generated" >&2)
 python3 scripts/check_layers.py
+
+# A reader finds a header's promises in the spec of the same name (the folders under detail/ sit at
+# the top of tests/, as partition/detail/ and torch/detail/ sit under theirs).
+mapfile -t all_headers < <(cd include/bcl && find . -name '*.hpp' | sed 's|^\./||' | sort)
+missing=0
+for h in "${all_headers[@]}"; do
+    spec="tests/$(sed -e 's|^detail/||' -e 's|\.hpp$|.test.cpp|' <<<"$h")"
+    if [[ ! -f "$spec" ]]; then
+        echo "include/bcl/$h has no spec: $spec is missing" >&2
+        missing=$((missing + 1))
+    fi
+done
+[[ $missing -eq 0 ]] || exit 1
+echo "== specs: each of the ${#all_headers[@]} headers has its own"
 echo "== style checks passed"

@@ -38,15 +38,6 @@ std::pair<std::string, std::vector<std::uint64_t>> fingerprint(const Balancer& b
     return {st.to_bytes(), ids};
 }
 
-/// Pops everything left after finish(), batch by batch.
-template <class Balancer>
-batch_ids drain(Balancer& b) {
-    batch_ids out;
-    b.finish();
-    while (auto batch = b.pop()) out.push_back(ids_of(*batch));
-    return out;
-}
-
 const bcl::lookahead_policy both_policies[] = {bcl::lookahead_policy::tumbling,
                                                bcl::lookahead_policy::sliding};
 

@@ -4,6 +4,8 @@
 // its pack loads), and under a memory budget repairs a split that is over it so that every pack
 // fits, or throws the "could not be split" error, which says when no split can fit at all.
 
+#include "../support/brute_force.hpp"
+
 #include <bcl/detail/split/partition_step.hpp>
 #include <bcl/error.hpp>
 #include <bcl/partition/lpt_swap.hpp>
@@ -62,13 +64,6 @@ struct dealing {
     }
 };
 
-std::vector<double> sums(std::span<const double> values, std::span<const std::uint32_t> pack_of,
-                         std::size_t packs) {
-    std::vector<double> total(packs, 0.0);
-    for (std::size_t i = 0; i < values.size(); ++i) total[pack_of[i]] += values[i];
-    return total;
-}
-
 std::vector<double> to_vector(std::span<const double> s) {
     return {s.begin(), s.end()};
 }
@@ -94,7 +89,7 @@ double best_fit(const std::vector<double>& memory, bcl::pack_shape shape) {
         for (std::size_t p = 0; p < shape.packs; ++p)
             sized = sized && count[p] == shape.capacity(p, n);
         if (sized) {
-            const std::vector<double> m = sums(memory, pack_of, shape.packs);
+            const std::vector<double> m = bcl_test::pack_sums(memory, pack_of, shape.packs);
             best = std::min(best, *std::max_element(m.begin(), m.end()));
         }
         std::size_t i = 0; // next assignment, as a number in base `packs`
@@ -143,8 +138,8 @@ TEST_CASE("The step writes only its own scratch: a failed round leaves the input
     step.run(costs, memory, {3, 4}, 0.0, 1); // the second is good
     const std::vector<std::uint32_t> consecutive{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2};
     CHECK(std::vector<std::uint32_t>(step.pack_of().begin(), step.pack_of().end()) == consecutive);
-    CHECK(to_vector(step.pack_cost()) == sums(costs, consecutive, 3));
-    CHECK(to_vector(step.pack_memory()) == sums(memory, consecutive, 3));
+    CHECK(to_vector(step.pack_cost()) == bcl_test::pack_sums(costs, consecutive, 3));
+    CHECK(to_vector(step.pack_memory()) == bcl_test::pack_sums(memory, consecutive, 3));
     CHECK(costs == costs_before);
     CHECK(memory == memory_before);
 }
@@ -172,9 +167,12 @@ TEST_CASE("Each pack's cost and memory are the sums of its items, whether or not
                 ++count[p];
             }
             for (std::size_t p = 0; p < shape.packs; ++p) REQUIRE(count[p] == shape.capacity(p, n));
-            REQUIRE(to_vector(step.pack_cost()) == sums(costs, step.pack_of(), shape.packs));
-            REQUIRE(to_vector(step.pack_memory()) == sums(memory, step.pack_of(), shape.packs));
-            const std::vector<double> loads = sums(costs, step.pack_of(), shape.packs);
+            REQUIRE(to_vector(step.pack_cost()) ==
+                    bcl_test::pack_sums(costs, step.pack_of(), shape.packs));
+            REQUIRE(to_vector(step.pack_memory()) ==
+                    bcl_test::pack_sums(memory, step.pack_of(), shape.packs));
+            const std::vector<double> loads =
+                bcl_test::pack_sums(costs, step.pack_of(), shape.packs);
             CHECK(summary.heaviest == *std::max_element(loads.begin(), loads.end()));
         }
     }
@@ -202,17 +200,17 @@ TEST_CASE("Over a memory budget the step repairs the split so that every pack fi
         // What the partitioner alone gives.
         std::vector<std::uint32_t> plain(n);
         bcl::lpt_swap_partitioner{}(costs, shape, plain);
-        const std::vector<double> plain_memory = sums(memory, plain, shape.packs);
+        const std::vector<double> plain_memory = bcl_test::pack_sums(memory, plain, shape.packs);
         if (*std::max_element(plain_memory.begin(), plain_memory.end()) > budget) ++repaired;
 
         const bcl::partition_summary summary = step.run(costs, memory, shape, budget, trial);
         std::vector<std::size_t> count(shape.packs, 0);
         for (const std::uint32_t p : step.pack_of()) ++count[p];
         for (std::size_t p = 0; p < shape.packs; ++p) REQUIRE(count[p] == shape.capacity(p, n));
-        const std::vector<double> packed = sums(memory, step.pack_of(), shape.packs);
+        const std::vector<double> packed = bcl_test::pack_sums(memory, step.pack_of(), shape.packs);
         for (const double m : packed) REQUIRE(m <= budget);
         REQUIRE(to_vector(step.pack_memory()) == packed);
-        const std::vector<double> loads = sums(costs, step.pack_of(), shape.packs);
+        const std::vector<double> loads = bcl_test::pack_sums(costs, step.pack_of(), shape.packs);
         REQUIRE(to_vector(step.pack_cost()) == loads);
         REQUIRE(summary.heaviest == *std::max_element(loads.begin(), loads.end()));
     }
@@ -230,17 +228,18 @@ TEST_CASE("A larger round over budget is repaired when a memory-balanced split f
     const bcl::pack_shape shape{8, 8};
     std::vector<std::uint32_t> by_memory(memory.size());
     bcl::lpt_swap_partitioner{}(memory, shape, by_memory);
-    const std::vector<double> fit = sums(memory, by_memory, shape.packs);
+    const std::vector<double> fit = bcl_test::pack_sums(memory, by_memory, shape.packs);
     const double budget = *std::max_element(fit.begin(), fit.end());
     std::vector<std::uint32_t> by_cost(memory.size());
     bcl::lpt_swap_partitioner{}(costs, shape, by_cost);
-    const std::vector<double> over = sums(memory, by_cost, shape.packs);
+    const std::vector<double> over = bcl_test::pack_sums(memory, by_cost, shape.packs);
     REQUIRE(*std::max_element(over.begin(), over.end()) > budget);
 
     bcl::detail::partition_step<bcl::lpt_swap_partitioner, true> step(bcl::lpt_swap_partitioner{});
     step.run(costs, memory, shape, budget, 0);
-    for (const double m : sums(memory, step.pack_of(), shape.packs)) CHECK(m <= budget);
-    CHECK(to_vector(step.pack_cost()) == sums(costs, step.pack_of(), shape.packs));
+    for (const double m : bcl_test::pack_sums(memory, step.pack_of(), shape.packs))
+        CHECK(m <= budget);
+    CHECK(to_vector(step.pack_cost()) == bcl_test::pack_sums(costs, step.pack_of(), shape.packs));
 }
 
 TEST_CASE("A round no split fits is the 'could not be split' error, which says when not even the "

@@ -28,6 +28,14 @@ inline std::vector<std::size_t> window_capacities(std::size_t n, std::size_t pac
     return caps;
 }
 
+/// The sum of `values` in each of `packs` packs, item i in pack pack_of[i].
+inline std::vector<double> pack_sums(std::span<const double> values,
+                                     std::span<const std::uint32_t> pack_of, std::size_t packs) {
+    std::vector<double> sums(packs, 0.0);
+    for (std::size_t i = 0; i < values.size(); ++i) sums[pack_of[i]] += values[i];
+    return sums;
+}
+
 /// "" if every pack p got exactly caps[p] items (so every item is in exactly one pack), otherwise
 /// the first violation.
 inline std::string check_fill(const std::vector<std::uint32_t>& pack_of,

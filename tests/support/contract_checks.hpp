@@ -56,6 +56,15 @@ inline std::vector<std::uint64_t> ids_of(std::span<rec> batch) {
     return ids;
 }
 
+/// Finishes `b` and pops everything left, batch by batch.
+template <class Balancer>
+batch_ids drain(Balancer& b) {
+    batch_ids out;
+    b.finish();
+    while (auto batch = b.pop()) out.push_back(ids_of(*batch));
+    return out;
+}
+
 /// How a test drives bcl.
 enum class driver {
     eager, ///< bcl::balancer, pop() until empty after every push (the loop every trainer runs)

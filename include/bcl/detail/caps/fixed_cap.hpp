@@ -3,6 +3,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/number_text.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 
@@ -24,7 +25,7 @@ public:
     static void validate(const cap_options& cap) {
         if (!(cap.value > 0.0 && cap.value < HUGE_VAL))
             throw error("bcl::options::cap.value must be finite and > 0 for a fixed cap (got " +
-                        std::to_string(cap.value) + ")");
+                        number_text(cap.value) + ")");
     }
     [[nodiscard]] double current() const noexcept { return m_value; }
     static void add(double /*uncapped*/, double /*cap*/) noexcept {}

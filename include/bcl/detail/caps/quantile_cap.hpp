@@ -5,6 +5,7 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/caps/quantile_sketch.hpp>
+#include <bcl/detail/number_text.hpp>
 #include <bcl/detail/saved_part.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
@@ -37,10 +38,10 @@ public:
     static void validate(const cap_options& cap) {
         if (!(cap.quantile > 0.0 && cap.quantile < 1.0))
             throw error("bcl::options::cap.quantile must be in (0, 1) (got " +
-                        std::to_string(cap.quantile) + ")");
+                        number_text(cap.quantile) + ")");
         if (!(cap.prior >= 0.0 && cap.prior < HUGE_VAL))
             throw error("bcl::options::cap.prior must be finite and >= 0 (got " +
-                        std::to_string(cap.prior) + ")");
+                        number_text(cap.prior) + ")");
     }
 
     [[nodiscard]] double current() const noexcept {

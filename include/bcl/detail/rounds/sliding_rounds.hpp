@@ -56,7 +56,8 @@ public:
                         std::to_string(s.buffer_windows) + " * " + std::to_string(s.batch_size) +
                         " * " + std::to_string(s.lookahead) + " exceeds the largest buffer of " +
                         std::to_string(max_buffer) + " records");
-        if (s.max_age + 1 < s.buffer_windows)
+        // buffer_windows >= 1 here, so `buffer_windows - 1` cannot wrap (`max_age + 1` could).
+        if (s.max_age < s.buffer_windows - 1)
             throw error("bcl::options::max_age must be at least buffer_windows - 1 = " +
                         std::to_string(s.buffer_windows - 1) + " (got " +
                         std::to_string(s.max_age) +

@@ -6,7 +6,7 @@
 // while the same fields under this format's tag load and resume exactly; any other bcl_format is
 // quoted. Every refusal leaves the sampler as a twin that never saw the archive.
 
-#include "sampler_support.hpp"
+#include "../sampler_support.hpp"
 
 #include <bcl/bcl.hpp>
 #include <bcl/epoch_plan.hpp>

@@ -1,0 +1,245 @@
+// detail/distributed_sampler_archive.hpp, as a specification: a distributed_balanced_sampler's
+// archive holds the header, every setting one 64-bit field each under a fixed key (booleans as 0
+// or 1), the cap, the batches handed out and the epoch's plan digest (none before the epoch is
+// planned), then the seal. Read by a sampler made alike it gives back the position; the plan is
+// asked for only when the archive has a plan digest, and only for the saved epoch. A setting or
+// cap that differs, bit for bit, is refused naming the field and both values; so are a position
+// outside the epoch or without a started epoch, and a plan digest that is missing, doubled or
+// not this sampler's; the seal is checked last.
+
+#include "../sampler_support.hpp"
+
+#include <bcl/torch/detail/distributed_sampler_archive.hpp>
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sampler_support;
+using bcl::torch::detail::archive_reader;
+using bcl::torch::detail::distributed_identity;
+using bcl::torch::detail::distributed_position;
+using bcl::torch::detail::epoch_cursor;
+
+// A sampler as constructed: every setting away from its default, 5 batches an epoch and rank.
+distributed_identity identity() {
+    distributed_identity id;
+    id.dataset_size = 100;
+    id.num_replicas = 4;
+    id.rank = 2;
+    id.batch_size = 5;
+    id.lookahead = 3;
+    id.shuffle = false;
+    id.seed = 77;
+    id.drop_last = true;
+    id.plan =
+        bcl::plan_options{.batching = bcl::batch_cost::padded, .cap = 2.5, .level_steps = false};
+    id.costs_digest = 0xfedcba9876543210ULL;
+    id.batches = 5;
+    return id;
+}
+
+// Epoch 4, started, 3 batches handed out, planned with digest 0x1234.
+distributed_position midway() {
+    epoch_cursor cursor(4, "test", "the epoch");
+    cursor.mark_started();
+    return {cursor, 3, 0x1234};
+}
+
+std::string written(const distributed_identity& id, const distributed_position& at) {
+    torch::serialize::OutputArchive out;
+    bcl::torch::detail::write_distributed_archive(out, id, at);
+    return archive_bytes(out);
+}
+
+// Reads `bytes` as a sampler `id` whose plan of epoch 4 has digest `digest`, and of any other
+// epoch another one; logs the epochs the plan is asked for.
+struct reading {
+    std::vector<std::size_t> planned;
+    distributed_position read(const std::string& bytes, const distributed_identity& id,
+                              std::uint64_t digest = 0x1234) {
+        torch::serialize::InputArchive archive;
+        std::istringstream stream(bytes);
+        archive.load_from(stream);
+        archive_reader in(archive, "dbs::load");
+        return bcl::torch::detail::read_distributed_archive(in, id, [&](std::size_t e) {
+            planned.push_back(e);
+            return e == 4 ? digest : ~digest;
+        });
+    }
+};
+
+std::string refusal(const std::string& bytes, const distributed_identity& id,
+                    std::uint64_t digest = 0x1234) {
+    try {
+        (void)reading().read(bytes, id, digest);
+    } catch (const bcl::error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("distributed_sampler_archive: the settings are saved one field each under fixed keys, "
+          "booleans as 0 or 1",
+          "[torch][distributed_sampler_archive]") {
+    const auto settings = bcl::torch::detail::distributed_settings(identity());
+    const std::vector<std::pair<std::string, std::uint64_t>> expected = {
+        {"bcl_dataset_size", 100}, {"bcl_num_replicas", 4},
+        {"bcl_rank", 2},           {"bcl_batch_size", 5},
+        {"bcl_lookahead", 3},      {"bcl_shuffle", 0},
+        {"bcl_seed", 77},          {"bcl_drop_last", 1},
+        {"bcl_batching", 1}, // padded
+        {"bcl_level_steps", 0},    {"bcl_costs", 0xfedcba9876543210ULL}};
+    REQUIRE(settings.size() == expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+        CAPTURE(k);
+        REQUIRE(settings[k].key == expected[k].first);
+        REQUIRE(settings[k].value == expected[k].second);
+    }
+
+    // The archive holds those, the header, the cap, the position, the plan digest and the seal,
+    // each as the sampler's value.
+    const archive_parts parts = archive_parts::of(written(identity(), midway()), false);
+    std::set<std::string> keys;
+    for (const auto& [key, t] : parts.fields) keys.insert(key);
+    std::set<std::string> expected_keys = {"bcl_format",   "bcl_epoch",       "bcl_cap",
+                                           "bcl_position", "bcl_plan_digest", "bcl_digest"};
+    for (const auto& [key, value] : expected) {
+        expected_keys.insert(key);
+        REQUIRE(parts.ints(key) == int64s{static_cast<std::int64_t>(value)});
+    }
+    REQUIRE(keys == expected_keys);
+    REQUIRE(parts.ints("bcl_position") == int64s{3});
+    REQUIRE(parts.ints("bcl_plan_digest") == int64s{0x1234});
+    REQUIRE(parts.ints("bcl_epoch") == int64s{4, 1, 0, 0});
+}
+
+TEST_CASE("distributed_sampler_archive: read by a sampler made alike, an archive gives back its "
+          "position; the plan is asked for the saved epoch only when there is a plan digest",
+          "[torch][distributed_sampler_archive]") {
+    reading r;
+    const distributed_position at = r.read(written(identity(), midway()), identity());
+    REQUIRE(at.cursor == midway().cursor);
+    REQUIRE(at.position == 3);
+    REQUIRE(at.plan_digest == std::uint64_t{0x1234});
+    REQUIRE(r.planned == std::vector<std::size_t>{4});
+
+    // Epoch 6 chosen by set_epoch(), not planned: no digest saved, none asked for.
+    epoch_cursor fresh(2, "test", "the epoch");
+    fresh.set_epoch(6, "test");
+    reading unplanned;
+    const distributed_position back =
+        unplanned.read(written(identity(), {fresh, 0, std::nullopt}), identity());
+    REQUIRE(back.cursor == fresh);
+    REQUIRE(back.position == 0);
+    REQUIRE(!back.plan_digest.has_value());
+    REQUIRE(unplanned.planned.empty());
+    REQUIRE(archive_parts::of(written(identity(), {fresh, 0, std::nullopt}), false)
+                .ints("bcl_plan_digest")
+                .empty());
+
+    // The last batch of the epoch handed out: position 5 of 5.
+    REQUIRE(r.read(written(identity(), {midway().cursor, 5, 0x1234}), identity()).position == 5);
+}
+
+TEST_CASE("distributed_sampler_archive: a sampler whose setting or cap differs refuses the "
+          "archive, naming the field and both values",
+          "[torch][distributed_sampler_archive]") {
+    const std::string bytes = written(identity(), midway());
+    struct change {
+        std::function<void(distributed_identity&)> apply;
+        std::string message;
+    };
+    const std::vector<change> changes = {
+        {[](auto& id) { id.dataset_size = 101; },
+         "bcl_dataset_size is 100, but this sampler's dataset size is 101"},
+        {[](auto& id) { id.num_replicas = 8; },
+         "bcl_num_replicas is 4, but this sampler's num_replicas is 8"},
+        {[](auto& id) { id.rank = 1; }, "bcl_rank is 2, but this sampler's rank is 1"},
+        {[](auto& id) { id.batch_size = 4; },
+         "bcl_batch_size is 5, but this sampler's batch size is 4"},
+        {[](auto& id) { id.lookahead = 8; },
+         "bcl_lookahead is 3, but this sampler's lookahead is 8"},
+        {[](auto& id) { id.shuffle = true; }, "bcl_shuffle is 0, but this sampler's shuffle is 1"},
+        {[](auto& id) { id.seed = 78; }, "bcl_seed is 77, but this sampler's seed is 78"},
+        {[](auto& id) { id.drop_last = false; },
+         "bcl_drop_last is 1, but this sampler's drop_last is 0"},
+        {[](auto& id) { id.plan.batching = bcl::batch_cost::packed; },
+         "bcl_batching is 1, but this sampler's plan_options::batching is 0"},
+        {[](auto& id) { id.plan.level_steps = true; },
+         "bcl_level_steps is 0, but this sampler's plan_options::level_steps is 1"},
+        {[](auto& id) { id.costs_digest = 1; },
+         "bcl_costs is 18364758544493064720, but this sampler's cost table's digest is 1 (the "
+         "cost table differs from the saved run's)"},
+        {[](auto& id) { id.plan.cap = 3.0; },
+         "bcl_cap is 2.5, but this sampler's plan_options::cap is 3"},
+    };
+    for (const change& c : changes) {
+        distributed_identity other = identity();
+        c.apply(other);
+        CAPTURE(c.message);
+        REQUIRE(refusal(bytes, other) == "dbs::load: the archive's " + c.message);
+    }
+
+    // The cap is compared bit for bit: 0 and -0 differ.
+    distributed_identity zero = identity();
+    zero.plan.cap = 0.0;
+    distributed_identity negative_zero = identity();
+    negative_zero.plan.cap = -0.0;
+    REQUIRE_THAT(refusal(written(zero, midway()), negative_zero), Contains("bcl_cap is 0, but"));
+    REQUIRE(refusal(written(zero, midway()), zero).empty());
+}
+
+TEST_CASE("distributed_sampler_archive: a position outside the epoch or without a started epoch, "
+          "and a plan digest missing, doubled or not this sampler's are refused",
+          "[torch][distributed_sampler_archive]") {
+    const archive_parts genuine = archive_parts::of(written(identity(), midway()), false);
+    // Each alteration resealed, as one who knows bcl's code could: only the field's check stops
+    // it.
+    const auto altered = [&](const std::string& key, const int64s& values) {
+        archive_parts p = genuine;
+        p.set(key, values);
+        return refusal(p.bytes(/*reseal=*/true), identity());
+    };
+    const std::string prefix = "dbs::load: the archive's ";
+    REQUIRE(altered("bcl_position", {6}) ==
+            prefix + "bcl_position is 6, outside the epoch's 0 to 5 batches");
+    REQUIRE(altered("bcl_position", {-1}) ==
+            prefix + "bcl_position is -1, outside the epoch's 0 to 5 batches");
+    REQUIRE(altered("bcl_epoch", {4, 0, 0, 0}) ==
+            prefix + "bcl_epoch says the epoch has not started, but bcl_position says 3 batches "
+                     "were handed out");
+    REQUIRE(altered("bcl_plan_digest", {0x1234, 0x1234}) ==
+            prefix + "bcl_plan_digest has 2 values, not 0 or 1");
+    REQUIRE_THAT(altered("bcl_plan_digest", {}),
+                 Contains(prefix + "bcl_plan_digest is empty (the epoch not planned), but "
+                                   "bcl_epoch says the epoch has started"));
+    REQUIRE_THAT(altered("bcl_epoch", {9, 1, 0, 0}),
+                 Contains(prefix + "bcl_plan_digest does not match this sampler's plan of "
+                                   "epoch 9 (bcl_epoch)") &&
+                     !Contains("epoch 4")); // 0x1234 is the plan of epoch 4 only, below
+    REQUIRE_THAT(refusal(genuine.bytes(false), identity(), 0x1235),
+                 Contains(prefix + "bcl_plan_digest does not match this sampler's plan of "
+                                   "epoch 4"));
+}
+
+TEST_CASE("distributed_sampler_archive: the seal is checked last, over every field",
+          "[torch][distributed_sampler_archive]") {
+    archive_parts p = archive_parts::of(written(identity(), midway()), false);
+    p.set("bcl_position", {2}); // a position every other check allows
+    REQUIRE(refusal(p.bytes(/*reseal=*/false), identity()) ==
+            "dbs::load: the archive's bcl_digest does not match the archive's fields: the archive "
+            "was altered or damaged after it was saved");
+    REQUIRE(reading().read(p.bytes(/*reseal=*/true), identity()).position == 2);
+}

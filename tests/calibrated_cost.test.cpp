@@ -193,8 +193,8 @@ TEST_CASE("calibrated_cost: set_coefficients changes the price, never the prior"
     CHECK(cost.prior() == std::array<double, 3>{1.0, 1.0, 0.0});
 }
 
-TEST_CASE("calibrated_cost: a prior coefficient negative or not finite, or an all-zero prior, "
-          "is a bcl::error naming it",
+TEST_CASE("calibrated_cost: a prior coefficient negative, above 1e300 or not finite, or an "
+          "all-zero prior, is a bcl::error naming it",
           "[calibrated_cost]") {
     const double inf = std::numeric_limits<double>::infinity();
     CHECK_THROWS_AS(bcl::calibrated_affine_quadratic(-1.0, 1.0, 1.0), bcl::error);
@@ -222,6 +222,10 @@ TEST_CASE("calibrated_cost: a prior coefficient negative or not finite, or an al
     CHECK_NOTHROW(
         bcl::calibrated_affine_quadratic(std::numeric_limits<double>::denorm_min(), 0.0, 0.0));
     CHECK_NOTHROW(bcl::calibrated_affine_quadratic(1e300, 0.0, 0.0));
+    // Finite but above the largest a coefficient may be: the message gives the range.
+    CHECK_THROWS_WITH(bcl::calibrated_affine_quadratic(1.0, 2e300, 0.0),
+                      Contains("prior coefficient 1 is 2e+300") &&
+                          Contains("coefficients must be from 0 to 1e300"));
 }
 
 TEST_CASE("calibrated_cost: a balancer over it prices with the prior until it learns, and only "

@@ -87,8 +87,8 @@ public:
     static_assert(N >= 1 && N <= max_calibration_features,
                   "a calibrated cost has 1 to bcl::max_calibration_features features");
 
-    /// Throws bcl::error if a prior coefficient is negative or not finite, or all are zero (the
-    /// prior must say what costs something).
+    /// Throws bcl::error if a prior coefficient is negative, above 1e300 or not finite, or all
+    /// are zero (the prior must say what costs something).
     calibrated_cost(FeatureMap features, coefficient_array prior)
         : m_features(std::move(features)), m_prior(checked(prior)), m_coefficients(prior) {}
 
@@ -119,7 +119,7 @@ private:
             if (!(prior[j] >= 0.0 && prior[j] <= 1e300))
                 throw error("bcl::calibrated_cost: prior coefficient " + std::to_string(j) +
                             " is " + detail::number_text(prior[j]) +
-                            "; coefficients must be finite and >= 0");
+                            "; coefficients must be from 0 to 1e300");
             any = any || prior[j] > 0.0;
         }
         if (!any) throw error("bcl::calibrated_cost: every prior coefficient is 0");

@@ -100,6 +100,17 @@ TEST_CASE("padded_cut: the short run goes where it costs least, and is the last 
         cut(costs, {3, 3}, pack_of);
         CHECK(pack_of == std::vector<std::uint32_t>{2, 1, 1, 1, 0, 0, 0});
     }
+    SECTION("places that cost the same: the one furthest down the ranking") {
+        // {5,4,3,2,1} in packs of 2, 2, 1. Short run first: 1*5 + 2*4 + 2*2 = 17; second:
+        // 2*5 + 1*3 + 2*2 = 17; last: 2*5 + 2*3 + 1*1 = 17. All three tie, so the short run is
+        // {1}, after {5,4} and {3,2}. Positions scrambled so that each place gives other packs.
+        const std::vector<double> costs{2, 5, 1, 4, 3};
+        std::vector<std::uint32_t> pack_of(5);
+        const bcl::partition_summary s = cut(costs, {3, 2}, pack_of);
+        CHECK(pack_of == std::vector<std::uint32_t>{1, 0, 2, 0, 1});
+        CHECK(std::vector<double>(s.pack_loads.begin(), s.pack_loads.end()) ==
+              std::vector<double>{10.0, 6.0, 1.0});
+    }
 }
 
 TEST_CASE("padded_cut: its total padded cost is the least over every partition into packs of "

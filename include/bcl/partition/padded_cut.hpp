@@ -21,8 +21,9 @@ namespace bcl::detail {
 /// and among all partitions into packs of these sizes some one of consecutive runs has the least
 /// total padded cost (an exchange argument: a pack holding a costlier item than a run would give
 /// it raises that pack's cost and lowers no other's below the run's). With equal packs that is
-/// the cut above; in a short window the short run goes where it costs least (ties: among the
-/// cheapest), and it is always the last pack, as the shape has it. The summary's pack_loads are
+/// the cut above; in a short window the short run goes where it costs least (of places that cost
+/// the same, the one furthest down the ranking, among the cheapest items), and it is always the
+/// last pack, as the shape has it. The summary's pack_loads are
 /// the padded costs (size times the costliest item); `heaviest` is the largest of them, and no
 /// lower bound is claimed (0).
 ///

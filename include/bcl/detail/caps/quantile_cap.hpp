@@ -59,7 +59,10 @@ public:
     [[nodiscard]] bool settled() const noexcept { return current() < HUGE_VAL; }
     /// Every record of every epoch went through the sketch.
     [[nodiscard]] static std::uint64_t sketched(std::uint64_t records) noexcept { return records; }
-    /// The exact quantile of `costs` (the sketch's estimate is within 1% of it).
+    /// The exact nearest-rank quantile of `costs`: the value of rank ceil(q * n), 1-based. The
+    /// sketch reads rank floor(q * (n - 1)), 0-based, which can be one rank lower (q = 0.995,
+    /// n = 100: the 99th value against the 100th), so its estimate is within 1% of this value
+    /// or of its neighbour below.
     [[nodiscard]] double stream_level(std::span<const double> costs) const {
         std::vector<double> sorted(costs.begin(), costs.end());
         const auto n = static_cast<double>(sorted.size());

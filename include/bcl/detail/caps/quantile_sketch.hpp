@@ -62,7 +62,8 @@ public:
         if (m_count == 0) return 0.0;
         if (q < 0.0) q = 0.0;
         if (q > 1.0) q = 1.0;
-        // Rank of the wanted value among m_count values, 0-based (nearest-rank definition).
+        // Rank of the wanted value among m_count values, 0-based: floor(q * (n - 1)), the lower
+        // of the two values a quantile between ranks falls on.
         const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(m_count - 1));
         if (rank < m_zeros) return 0.0;
         std::uint64_t seen = m_zeros;

@@ -194,9 +194,11 @@ void check_handed_out(const std::string& who, Inner& inner, ::torch::serialize::
         require_hands_out(inner, drawn, at, fail);
     }
     if (!exhausted) return;
-    if (!total) { // a SequentialSampler keeps its size private: one index more tells
+    if (!total) { // a SequentialSampler keeps its size private: one index more tells, not how many
         const ::torch::optional<std::vector<std::size_t>> more = inner.next(1);
-        total = drawn + (more ? more->size() : 0);
+        if (more && !more->empty())
+            fail("the epoch is drawn whole or over, but its inner sampler has indices left");
+        return;
     }
     if (*total != drawn)
         fail("the epoch is drawn whole or over, but " + std::to_string(*total - drawn) +

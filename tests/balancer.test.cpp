@@ -32,17 +32,17 @@ namespace {
 
 using bcl_test::cost_of;
 using bcl_test::rec;
-using balancer_t = bcl::balancer<rec, cost_of>;
+using core_balancer = bcl::balancer<rec, cost_of>;
 using Catch::Matchers::Contains;
 
-bcl::options tumbling(std::size_t b, std::size_t k, bool drop_last = false) {
+bcl::options tumbling_core_options(std::size_t b, std::size_t k, bool drop_last = false) {
     return {.batch_size = b,
             .lookahead = k,
             .drop_last = drop_last,
             .policy = bcl::lookahead_policy::tumbling};
 }
 
-bcl::options sliding(std::size_t b, std::size_t k, bool drop_last = false) {
+bcl::options sliding_core_options(std::size_t b, std::size_t k, bool drop_last = false) {
     return {.batch_size = b,
             .lookahead = k,
             .drop_last = drop_last,
@@ -51,13 +51,13 @@ bcl::options sliding(std::size_t b, std::size_t k, bool drop_last = false) {
             .max_age = 2};
 }
 
-std::vector<std::uint64_t> ids(std::span<rec> batch) {
+std::vector<std::uint64_t> rec_ids(std::span<rec> batch) {
     return bcl_test::ids_of(batch);
 }
 
 /// Pops every ready batch into `out`.
-void drain(balancer_t& b, bcl_test::batch_ids& out) {
-    while (auto batch = b.pop()) out.push_back(ids(*batch));
+void drain(core_balancer& b, bcl_test::batch_ids& out) {
+    while (auto batch = b.pop()) out.push_back(rec_ids(*batch));
 }
 
 } // namespace
@@ -66,7 +66,7 @@ TEST_CASE("balancer: pop() has nothing until the buffer is full, then hands out 
           "exactly B, one per call",
           "[balancer]") {
     // Tumbling, B = 3, K = 2: a window of 6.
-    balancer_t b{cost_of{}, tumbling(3, 2)};
+    core_balancer b{cost_of{}, tumbling_core_options(3, 2)};
     CHECK_FALSE(b.pop());
     for (std::uint64_t i = 0; i < 5; ++i) {
         b.push(rec{i, 1.0 + static_cast<double>(i)});
@@ -93,7 +93,7 @@ TEST_CASE("balancer: pop() has nothing until the buffer is full, then hands out 
 TEST_CASE("balancer: push() into a full buffer with nothing waiting runs the round, and refuses "
           "while its batches wait",
           "[balancer]") {
-    balancer_t b{cost_of{}, tumbling(3, 2)};
+    core_balancer b{cost_of{}, tumbling_core_options(3, 2)};
     for (std::uint64_t i = 0; i < 7; ++i) b.push(rec{i, 1.0}); // the 7th runs the first round
     CHECK(b.buffered() == 7);
     for (std::uint64_t i = 7; i < 12; ++i) b.push(rec{i, 1.0}); // the buffer fills again
@@ -101,9 +101,9 @@ TEST_CASE("balancer: push() into a full buffer with nothing waiting runs the rou
     CHECK_THROWS_AS(b.push(rec{12, 1.0}), bcl::error);
     CHECK(b.buffered() == 12);
     bcl_test::batch_ids out;
-    out.push_back(ids(*b.pop()));
+    out.push_back(rec_ids(*b.pop()));
     CHECK_FALSE(b.can_push()); // still full, and one batch of the round still waits
-    out.push_back(ids(*b.pop()));
+    out.push_back(rec_ids(*b.pop()));
     CHECK(b.can_push()); // nothing waits: the next push would run the next round
     CHECK(b.buffered() == 6);
     // The first two batches are the first window: ids 0..5, each once.
@@ -120,9 +120,9 @@ TEST_CASE("balancer: push() into a full buffer with nothing waiting runs the rou
 
 TEST_CASE("balancer: finish() flushes every held record, the short batch last; twice is harmless",
           "[balancer]") {
-    for (const bcl::options& opt : {tumbling(3, 2), sliding(3, 2)}) {
+    for (const bcl::options& opt : {tumbling_core_options(3, 2), sliding_core_options(3, 2)}) {
         // N = 11, B = 3: batches of 3, 3, 3 and a short one of 2.
-        balancer_t b{cost_of{}, opt};
+        core_balancer b{cost_of{}, opt};
         bcl_test::batch_ids out;
         for (std::uint64_t i = 0; i < 11; ++i) {
             b.push(rec{i, static_cast<double>((i * 7) % 5)});
@@ -147,9 +147,10 @@ TEST_CASE("balancer: with drop_last, finish() drops the N mod B newest records s
           "[balancer]") {
     for (const bool slide : {false, true})
         for (const std::size_t n : {10U, 12U, 23U, 29U}) {
-            const bcl::options opt = slide ? sliding(3, 2, true) : tumbling(3, 2, true);
+            const bcl::options opt =
+                slide ? sliding_core_options(3, 2, true) : tumbling_core_options(3, 2, true);
             INFO((slide ? "sliding" : "tumbling") << ", N " << n);
-            balancer_t b{cost_of{}, opt};
+            core_balancer b{cost_of{}, opt};
             const bcl_test::cost_list costs = bcl_test::lognormal_costs(n, n);
             bcl_test::batch_ids out;
             for (std::uint64_t i = 0; i < n; ++i) {
@@ -180,7 +181,7 @@ TEST_CASE("balancer: with drop_last, finish() drops the N mod B newest records s
 TEST_CASE("balancer: last_batch_cost is the estimated cost of the batch just popped, and the "
           "statistics count the full ones",
           "[balancer]") {
-    balancer_t b{cost_of{}, tumbling(2, 2)};
+    core_balancer b{cost_of{}, tumbling_core_options(2, 2)};
     CHECK(b.last_batch_cost() == 0.0); // before the first
     // Costs 1, 2, 4, 8, 16: one window of 4 and a short batch of the 16 alone.
     std::vector<double> batch_costs;
@@ -212,12 +213,12 @@ TEST_CASE("balancer: every record comes out once in batches of exactly B, and bu
                     const std::uint64_t seed = bcl_test::case_seed(++counter);
                     std::mt19937_64 gen(seed);
                     const std::size_t n = static_cast<std::size_t>(gen() % 200);
-                    const bcl::options opt =
-                        slide ? sliding(bs, k, drop_last) : tumbling(bs, k, drop_last);
+                    const bcl::options opt = slide ? sliding_core_options(bs, k, drop_last)
+                                                   : tumbling_core_options(bs, k, drop_last);
                     INFO(dist.name << (slide ? " sliding" : " tumbling") << " B " << bs << " K "
                                    << k << " N " << n << " drop_last " << drop_last);
                     const bcl_test::cost_list costs = dist.generate(n, seed);
-                    balancer_t b{cost_of{}, opt};
+                    core_balancer b{cost_of{}, opt};
                     bcl_test::batch_ids out;
                     std::size_t handed_out = 0;
                     const auto pop_some = [&](std::uint64_t most) {
@@ -225,7 +226,7 @@ TEST_CASE("balancer: every record comes out once in batches of exactly B, and bu
                             auto batch = b.pop();
                             if (!batch) break;
                             handed_out += batch->size();
-                            out.push_back(ids(*batch));
+                            out.push_back(rec_ids(*batch));
                         }
                     };
                     for (std::uint64_t i = 0; i < n; ++i) {
@@ -249,10 +250,10 @@ TEST_CASE("balancer: every record comes out once in batches of exactly B, and bu
 TEST_CASE("balancer: settings() are the options it was built with, and options it refuses "
           "build nothing",
           "[balancer]") {
-    bcl::options opt = sliding(4, 3);
+    bcl::options opt = sliding_core_options(4, 3);
     opt.seed = 99;
     opt.mean_cost = 2.5;
-    const balancer_t b{cost_of{}, opt};
+    const core_balancer b{cost_of{}, opt};
     CHECK(b.settings().batch_size == 4);
     CHECK(b.settings().lookahead == 3);
     CHECK(b.settings().seed == 99);
@@ -261,13 +262,13 @@ TEST_CASE("balancer: settings() are the options it was built with, and options i
     CHECK(b.buffered() == 0);
     CHECK_FALSE(b.finished());
     opt.lookahead = 0;
-    CHECK_THROWS_WITH((balancer_t{cost_of{}, opt}), Contains("lookahead"));
+    CHECK_THROWS_WITH((core_balancer{cost_of{}, opt}), Contains("lookahead"));
 }
 
 TEST_CASE("balancer: next_epoch() with a mean cost it refuses changes nothing", "[balancer]") {
-    const bcl::options opt = tumbling(2, 2);
-    balancer_t b{cost_of{}, opt};
-    balancer_t twin{cost_of{}, opt};
+    const bcl::options opt = tumbling_core_options(2, 2);
+    core_balancer b{cost_of{}, opt};
+    core_balancer twin{cost_of{}, opt};
     for (const double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity(),
                              std::nextafter(bcl::max_estimate, 1e300)}) {
         CHECK_THROWS_WITH(b.next_epoch(bad), Contains("mean_cost"));
@@ -299,10 +300,10 @@ TEST_CASE("balancer: next_epoch() with a mean cost it refuses changes nothing", 
 
 TEST_CASE("balancer: take_state() moves out every held record and leaves it finished and empty",
           "[balancer]") {
-    balancer_t b{cost_of{}, tumbling(2, 2)};
+    core_balancer b{cost_of{}, tumbling_core_options(2, 2)};
     for (std::uint64_t i = 0; i < 7; ++i) b.push(rec{i, 1.0}); // a round ran: 7 held
     CHECK(b.buffered() == 7);
-    const balancer_t::state s = std::move(b).take_state();
+    const core_balancer::state s = std::move(b).take_state();
     CHECK(s.pending.size() == 7);
     CHECK(b.buffered() == 0); // NOLINT(bugprone-use-after-move): its promised state
     CHECK(b.finished());

@@ -21,22 +21,22 @@
 
 namespace {
 
-struct sample {
+struct token_sample {
     std::size_t id = 0;
     std::size_t tokens = 0;
 };
 
-std::vector<sample> samples(std::size_t n) { // tokens 1..n
-    std::vector<sample> all;
+std::vector<token_sample> samples(std::size_t n) { // tokens 1..n
+    std::vector<token_sample> all;
     for (std::size_t i = 0; i < n; ++i) all.push_back({i, i + 1});
     return all;
 }
 
-bcl::options tumbling(std::size_t b, std::size_t k) {
+bcl::options tumbling_options(std::size_t b, std::size_t k) {
     return {.batch_size = b, .lookahead = k, .policy = bcl::lookahead_policy::tumbling};
 }
 
-using linear_tokens = decltype(bcl::linear(1.0, &sample::tokens));
+using linear_tokens = decltype(bcl::linear(1.0, &token_sample::tokens));
 
 } // namespace
 
@@ -53,24 +53,25 @@ TEST_CASE("bcl: the umbrella declares every public type, concept and constant", 
     STATIC_REQUIRE(bcl::max_window_records == std::size_t{1} << 26);
     STATIC_REQUIRE(bcl::max_delay_limit == std::size_t{1} << 20);
     // Records, estimators and what attaches to them.
-    STATIC_REQUIRE(bcl::record<sample>);
-    STATIC_REQUIRE(bcl::cost_estimator<linear_tokens, sample>);
+    STATIC_REQUIRE(bcl::record<token_sample>);
+    STATIC_REQUIRE(bcl::cost_estimator<linear_tokens, token_sample>);
     STATIC_REQUIRE(bcl::max_estimate == 1e120);
     STATIC_REQUIRE(bcl::valid_cost(0.0) && !bcl::valid_cost(-1.0));
     STATIC_REQUIRE(bcl::table_key<std::uint32_t>);
-    STATIC_REQUIRE(bcl::memory_estimator<decltype(bcl::with_memory(
-                                             bcl::linear(1.0, &sample::tokens), &sample::tokens)),
-                                         sample>);
     STATIC_REQUIRE(
-        bcl::truncating_estimator<bcl::truncating_cost<linear_tokens, void (*)(sample&, double)>,
-                                  sample>);
+        bcl::memory_estimator<decltype(bcl::with_memory(bcl::linear(1.0, &token_sample::tokens),
+                                                        &token_sample::tokens)),
+                              token_sample>);
     STATIC_REQUIRE(
-        bcl::calibratable_estimator<
-            bcl::calibrated_cost<3, bcl::quadratic_features<std::size_t sample::*>>, sample>);
+        bcl::truncating_estimator<
+            bcl::truncating_cost<linear_tokens, void (*)(token_sample&, double)>, token_sample>);
+    STATIC_REQUIRE(bcl::calibratable_estimator<
+                   bcl::calibrated_cost<3, bcl::quadratic_features<std::size_t token_sample::*>>,
+                   token_sample>);
     STATIC_REQUIRE(bcl::max_calibration_features == 8);
     // The adaptor, the core, what they report, and the partitioners.
-    STATIC_REQUIRE(
-        std::is_same_v<bcl::balancer<sample, linear_tokens>::batch_type, std::span<sample>>);
+    STATIC_REQUIRE(std::is_same_v<bcl::balancer<token_sample, linear_tokens>::batch_type,
+                                  std::span<token_sample>>);
     STATIC_REQUIRE(std::is_default_constructible_v<bcl::statistics>);
     STATIC_REQUIRE(std::is_default_constructible_v<bcl::running_stats>);
     STATIC_REQUIRE(std::is_default_constructible_v<bcl::calibration_summary<3>>);
@@ -90,7 +91,7 @@ TEST_CASE("bcl: the version macros agree with the version string", "[bcl]") {
 
 TEST_CASE("bcl: a program using the umbrella alone balances with the adaptor and the core",
           "[bcl]") {
-    const bcl::options opt = tumbling(4, 2);
+    const bcl::options opt = tumbling_options(4, 2);
     REQUIRE_NOTHROW(bcl::validate(opt));
     CHECK(bcl::buffer_capacity(opt) == 8); // K*B
     CHECK(bcl::max_delay_bound(opt) == 1); // K-1
@@ -100,16 +101,16 @@ TEST_CASE("bcl: a program using the umbrella alone balances with the adaptor and
     CHECK(bcl::cap_warmup({.kind = bcl::cap_kind::quantile, .quantile = 0.99}) == 1000);
 
     // The adaptor: tokens 1..20 come out in ceil(20/4) = 5 batches, 210 tokens in all.
-    const auto cost = bcl::affine_quadratic(1.0, 1.0, 0.0, &sample::tokens);
+    const auto cost = bcl::affine_quadratic(1.0, 1.0, 0.0, &token_sample::tokens);
     bcl::options with_mean = opt;
-    const std::vector<sample> epoch = samples(20);
+    const std::vector<token_sample> epoch = samples(20);
     with_mean.mean_cost = bcl::stream_mean_cost(epoch, cost, opt.cap); // mean of 1 + L = 11.5
     CHECK(with_mean.mean_cost == Approx(11.5));
     std::size_t batches = 0;
     std::size_t tokens = 0;
     for (auto&& batch : bcl::balance(samples(20), cost, with_mean)) {
         ++batches;
-        for (const sample& s : batch) tokens += s.tokens;
+        for (const token_sample& s : batch) tokens += s.tokens;
     }
     CHECK(batches == 5);
     CHECK(tokens == 210);
@@ -117,9 +118,10 @@ TEST_CASE("bcl: a program using the umbrella alone balances with the adaptor and
     // The core, with a table of costs by id, a memory estimate and a truncation attached.
     std::vector<double> by_id(20, 2.0);
     auto estimator = bcl::with_truncation(
-        bcl::with_memory(bcl::table(by_id, &sample::id), &sample::tokens), [](sample&, double) {});
-    bcl::balancer<sample, decltype(estimator)> b{estimator, opt};
-    for (sample& s : samples(8)) b.push(std::move(s));
+        bcl::with_memory(bcl::table(by_id, &token_sample::id), &token_sample::tokens),
+        [](token_sample&, double) {});
+    bcl::balancer<token_sample, decltype(estimator)> b{estimator, opt};
+    for (token_sample& s : samples(8)) b.push(std::move(s));
     b.finish();
     std::size_t records = 0;
     while (auto batch = b.pop()) records += batch->size();
@@ -132,9 +134,9 @@ TEST_CASE("bcl: a program using the umbrella alone balances with the adaptor and
 
 TEST_CASE("bcl: a program using the umbrella alone calibrates and partitions", "[bcl]") {
     // A calibrating balancer accepts times for emitted batches.
-    auto cost = bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &sample::tokens);
-    bcl::balancer<sample, decltype(cost)> b{cost, tumbling(2, 1)};
-    for (sample& s : samples(2)) b.push(std::move(s));
+    auto cost = bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &token_sample::tokens);
+    bcl::balancer<token_sample, decltype(cost)> b{cost, tumbling_options(2, 1)};
+    for (token_sample& s : samples(2)) b.push(std::move(s));
     REQUIRE(b.pop());
     b.observe(0, 1.5);
     const bcl::calibration_summary<3> learned = b.calibration();

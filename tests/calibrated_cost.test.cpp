@@ -29,14 +29,14 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-struct item {
+struct text_image_item {
     std::size_t tokens = 0;
     std::size_t patches = 0;
 };
 
 // The features of a text-and-image record: {1, L, L^2, P, P^2}.
 struct text_and_image {
-    std::array<double, 5> operator()(const item& r) const {
+    std::array<double, 5> operator()(const text_image_item& r) const {
         const auto l = static_cast<double>(r.tokens);
         const auto p = static_cast<double>(r.patches);
         return {1.0, l, l * l, p, p * p};
@@ -45,43 +45,43 @@ struct text_and_image {
 
 // --- calibratable_estimator: one model, one per requirement broken -----------------------------
 template <std::size_t N>
-struct model {
+struct calibratable_model {
     static constexpr std::size_t feature_count = N;
     std::array<double, N> c{};
-    std::array<double, N> features(const item&) const { return {}; }
+    std::array<double, N> features(const text_image_item&) const { return {}; }
     std::array<double, N> coefficients() const { return c; }
     std::array<double, N> prior() const { return c; }
     void set_coefficients(const std::array<double, N>& x) { c = x; }
 };
 struct no_feature_count { // 1: missing
-    std::array<double, 2> features(const item&) const { return {}; }
+    std::array<double, 2> features(const text_image_item&) const { return {}; }
     std::array<double, 2> coefficients() const { return {}; }
     std::array<double, 2> prior() const { return {}; }
     void set_coefficients(const std::array<double, 2>&) {}
 };
-struct features_as_vector : model<2> { // 2: not an array
-    std::vector<double> features(const item&) const { return {}; }
+struct features_as_vector : calibratable_model<2> { // 2: not an array
+    std::vector<double> features(const text_image_item&) const { return {}; }
 };
-struct features_of_wrong_size : model<2> { // 2: three features for a count of 2
-    std::array<double, 3> features(const item&) const { return {}; }
+struct features_of_wrong_size : calibratable_model<2> { // 2: three features for a count of 2
+    std::array<double, 3> features(const text_image_item&) const { return {}; }
 };
-struct features_mutate : model<2> { // 2: not callable on a const estimator
-    std::array<double, 2> features(const item&) { return {}; }
+struct features_mutate : calibratable_model<2> { // 2: not callable on a const estimator
+    std::array<double, 2> features(const text_image_item&) { return {}; }
 };
 struct no_prior { // 3: no prior()
     static constexpr std::size_t feature_count = 2;
-    std::array<double, 2> features(const item&) const { return {}; }
+    std::array<double, 2> features(const text_image_item&) const { return {}; }
     std::array<double, 2> coefficients() const { return {}; }
     void set_coefficients(const std::array<double, 2>&) {}
 };
 struct no_set_coefficients { // 3: cannot be refitted
     static constexpr std::size_t feature_count = 2;
-    std::array<double, 2> features(const item&) const { return {}; }
+    std::array<double, 2> features(const text_image_item&) const { return {}; }
     std::array<double, 2> coefficients() const { return {}; }
     std::array<double, 2> prior() const { return {}; }
 };
 struct tokens_only {
-    double operator()(const item& r) const { return static_cast<double>(r.tokens); }
+    double operator()(const text_image_item& r) const { return static_cast<double>(r.tokens); }
 };
 
 template <class Balancer>
@@ -90,7 +90,7 @@ concept takes_times = requires(Balancer& b) {
     b.calibration();
 };
 
-bcl::options tumbling(std::size_t b, std::size_t k) {
+bcl::options tumbling_for_calibration(std::size_t b, std::size_t k) {
     return {.batch_size = b, .lookahead = k, .policy = bcl::lookahead_policy::tumbling};
 }
 
@@ -99,25 +99,27 @@ bcl::options tumbling(std::size_t b, std::size_t k) {
 TEST_CASE("calibrated_cost: calibratable_estimator asks for a feature count, features, and "
           "coefficients to read and replace",
           "[calibrated_cost]") {
-    STATIC_REQUIRE(bcl::calibratable_estimator<model<1>, item>);
-    STATIC_REQUIRE(bcl::calibratable_estimator<model<bcl::max_calibration_features>, item>);
+    STATIC_REQUIRE(bcl::calibratable_estimator<calibratable_model<1>, text_image_item>);
+    STATIC_REQUIRE(bcl::calibratable_estimator<calibratable_model<bcl::max_calibration_features>,
+                                               text_image_item>);
     SECTION("1. a feature count from 1 to max_calibration_features") {
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<model<0>, item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<calibratable_model<0>, text_image_item>);
         STATIC_REQUIRE_FALSE(
-            bcl::calibratable_estimator<model<bcl::max_calibration_features + 1>, item>);
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<no_feature_count, item>);
+            bcl::calibratable_estimator<calibratable_model<bcl::max_calibration_features + 1>,
+                                        text_image_item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<no_feature_count, text_image_item>);
     }
     SECTION("2. features(record) on a const estimator, an array of exactly that many doubles") {
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<features_as_vector, item>);
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<features_of_wrong_size, item>);
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<features_mutate, item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<features_as_vector, text_image_item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<features_of_wrong_size, text_image_item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<features_mutate, text_image_item>);
     }
     SECTION("3. coefficients(), prior() and set_coefficients()") {
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<no_prior, item>);
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<no_set_coefficients, item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<no_prior, text_image_item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<no_set_coefficients, text_image_item>);
     }
     SECTION("a plain cost estimator is not one") {
-        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<tokens_only, item>);
+        STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<tokens_only, text_image_item>);
     }
 }
 
@@ -125,10 +127,11 @@ TEST_CASE("calibrated_cost: the stock estimator is a cost estimator and a calibr
           "[calibrated_cost]") {
     using text_image_cost = bcl::calibrated_cost<5, text_and_image>;
     STATIC_REQUIRE(text_image_cost::feature_count == 5);
-    STATIC_REQUIRE(bcl::cost_estimator<text_image_cost, item>);
-    STATIC_REQUIRE(bcl::calibratable_estimator<text_image_cost, item>);
-    using affine = decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &item::tokens));
-    STATIC_REQUIRE(bcl::calibratable_estimator<affine, item>);
+    STATIC_REQUIRE(bcl::cost_estimator<text_image_cost, text_image_item>);
+    STATIC_REQUIRE(bcl::calibratable_estimator<text_image_cost, text_image_item>);
+    using affine =
+        decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &text_image_item::tokens));
+    STATIC_REQUIRE(bcl::calibratable_estimator<affine, text_image_item>);
     STATIC_REQUIRE(
         bcl::calibratable_estimator<decltype(bcl::calibrated_affine_quadratic(1, 0, 0)), double>);
     STATIC_REQUIRE(noexcept(std::declval<text_image_cost&>().set_coefficients({})));
@@ -139,10 +142,10 @@ TEST_CASE("calibrated_cost: the cost is the coefficients times the features", "[
     // 2*1 + 0.5*10 + 0.01*100 + 3*4 + 0.25*16 = 2 + 5 + 1 + 12 + 4 = 24.
     const bcl::calibrated_cost<5, text_and_image> cost{text_and_image{},
                                                        {2.0, 0.5, 0.01, 3.0, 0.25}};
-    const item r{10, 4};
+    const text_image_item r{10, 4};
     CHECK(cost.features(r) == std::array<double, 5>{1.0, 10.0, 100.0, 4.0, 16.0});
     CHECK(cost(r) == Approx(24.0).epsilon(1e-15));
-    CHECK(cost(item{0, 0}) == 2.0); // only the constant term
+    CHECK(cost(text_image_item{0, 0}) == 2.0); // only the constant term
 
     // Random integer coefficients and features, small enough that every sum is exact.
     std::mt19937_64 gen(7);
@@ -150,8 +153,8 @@ TEST_CASE("calibrated_cost: the cost is the coefficients times the features", "[
         std::array<double, 5> c{};
         for (double& x : c) x = static_cast<double>(gen() % 100);
         c[0] += 1.0; // not all zero
-        const item rec{static_cast<std::size_t>(gen() % 1000),
-                       static_cast<std::size_t>(gen() % 1000)};
+        const text_image_item rec{static_cast<std::size_t>(gen() % 1000),
+                                  static_cast<std::size_t>(gen() % 1000)};
         const bcl::calibrated_cost<5, text_and_image> priced{text_and_image{}, c};
         const std::uint64_t l = rec.tokens;
         const std::uint64_t p = rec.patches;
@@ -165,30 +168,32 @@ TEST_CASE("calibrated_cost: the cost is the coefficients times the features", "[
 TEST_CASE("calibrated_cost: quadratic_features and calibrated_affine_quadratic price "
           "a + b*L + c*L^2 of the projected length",
           "[calibrated_cost]") {
-    const bcl::quadratic_features<std::size_t item::*> of_tokens{&item::tokens};
-    CHECK(of_tokens(item{12, 99}) == std::array<double, 3>{1.0, 12.0, 144.0});
+    const bcl::quadratic_features<std::size_t text_image_item::*> of_tokens{
+        &text_image_item::tokens};
+    CHECK(of_tokens(text_image_item{12, 99}) == std::array<double, 3>{1.0, 12.0, 144.0});
     const bcl::quadratic_features<> of_itself{};
     CHECK(of_itself(2.5) == std::array<double, 3>{1.0, 2.5, 6.25});
     CHECK(of_itself(std::uint32_t{3}) == std::array<double, 3>{1.0, 3.0, 9.0});
 
     // a = 100, b = 2, c = 1/64 at L = 32: 100 + 64 + 16 = 180.
-    const auto cost = bcl::calibrated_affine_quadratic(100.0, 2.0, 1.0 / 64, &item::tokens);
-    CHECK(cost(item{32, 0}) == 180.0);
-    CHECK(cost(item{0, 0}) == 100.0);
+    const auto cost =
+        bcl::calibrated_affine_quadratic(100.0, 2.0, 1.0 / 64, &text_image_item::tokens);
+    CHECK(cost(text_image_item{32, 0}) == 180.0);
+    CHECK(cost(text_image_item{0, 0}) == 100.0);
     CHECK(cost.prior() == std::array<double, 3>{100.0, 2.0, 1.0 / 64});
     CHECK(cost.coefficients() == cost.prior());
     // A projection that is a lambda: patches count twice.
     const auto doubled = bcl::calibrated_affine_quadratic(
-        0.0, 1.0, 0.0, [](const item& r) { return 2 * r.patches; });
-    CHECK(doubled(item{5, 7}) == 14.0);
+        0.0, 1.0, 0.0, [](const text_image_item& r) { return 2 * r.patches; });
+    CHECK(doubled(text_image_item{5, 7}) == 14.0);
 }
 
 TEST_CASE("calibrated_cost: set_coefficients changes the price, never the prior",
           "[calibrated_cost]") {
-    auto cost = bcl::calibrated_affine_quadratic(1.0, 1.0, 0.0, &item::tokens);
-    CHECK(cost(item{10, 0}) == 11.0);
+    auto cost = bcl::calibrated_affine_quadratic(1.0, 1.0, 0.0, &text_image_item::tokens);
+    CHECK(cost(text_image_item{10, 0}) == 11.0);
     cost.set_coefficients({0.0, 0.0, 2.0}); // 2 * 10^2
-    CHECK(cost(item{10, 0}) == 200.0);
+    CHECK(cost(text_image_item{10, 0}) == 200.0);
     CHECK(cost.coefficients() == std::array<double, 3>{0.0, 0.0, 2.0});
     CHECK(cost.prior() == std::array<double, 3>{1.0, 1.0, 0.0});
 }
@@ -231,9 +236,10 @@ TEST_CASE("calibrated_cost: a prior coefficient negative, above 1e300 or not fin
 TEST_CASE("calibrated_cost: a balancer over it prices with the prior until it learns, and only "
           "such a balancer takes times",
           "[calibrated_cost]") {
-    using affine = decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &item::tokens));
-    STATIC_REQUIRE(takes_times<bcl::balancer<item, affine>>);
-    STATIC_REQUIRE_FALSE(takes_times<bcl::balancer<item, tokens_only>>);
+    using affine =
+        decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0, &text_image_item::tokens));
+    STATIC_REQUIRE(takes_times<bcl::balancer<text_image_item, affine>>);
+    STATIC_REQUIRE_FALSE(takes_times<bcl::balancer<text_image_item, tokens_only>>);
 
     const bcl::calibration_summary<3> none{};
     CHECK(none.fitted == std::array<double, 3>{});
@@ -243,14 +249,15 @@ TEST_CASE("calibrated_cost: a balancer over it prices with the prior until it le
     CHECK_FALSE(none.has_fit);
 
     // Prior 1 + 2L; B = 2, K = 1. Tokens 3 and 5 cost 7 and 11: the batch, 18.
-    bcl::balancer<item, affine> b{bcl::calibrated_affine_quadratic(1.0, 2.0, 0.0, &item::tokens),
-                                  tumbling(2, 1)};
+    bcl::balancer<text_image_item, affine> b{
+        bcl::calibrated_affine_quadratic(1.0, 2.0, 0.0, &text_image_item::tokens),
+        tumbling_for_calibration(2, 1)};
     const auto before = b.calibration();
     CHECK_FALSE(before.has_fit);
     CHECK(before.times_observed == 0);
     CHECK(before.applied == std::array<double, 3>{1.0, 2.0, 0.0});
-    b.push(item{3, 0});
-    b.push(item{5, 0});
+    b.push(text_image_item{3, 0});
+    b.push(text_image_item{5, 0});
     REQUIRE(b.pop());
     CHECK(b.last_batch_cost() == 18.0);
     b.observe(0, 0.25);

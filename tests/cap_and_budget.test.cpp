@@ -44,14 +44,14 @@ auto cost_memory_truncate() {
 }
 
 template <class Estimator>
-struct outcome {
+struct seq_outcome {
     std::vector<std::vector<seq>> batches;
     bcl::statistics stats;
 };
 
 template <class Estimator>
-outcome<Estimator> run_seqs(const cost_list& lengths, Estimator e, const bcl::options& opt) {
-    outcome<Estimator> out;
+seq_outcome<Estimator> run_seqs(const cost_list& lengths, Estimator e, const bcl::options& opt) {
+    seq_outcome<Estimator> out;
     bcl::balancer<seq, Estimator> b{e, opt};
     const auto take = [&](std::span<seq> batch) {
         out.batches.emplace_back(batch.begin(), batch.end());
@@ -66,7 +66,7 @@ outcome<Estimator> run_seqs(const cost_list& lengths, Estimator e, const bcl::op
     return out;
 }
 
-batch_ids ids(const std::vector<std::vector<seq>>& batches) {
+batch_ids ids_by_batch(const std::vector<std::vector<seq>>& batches) {
     batch_ids out;
     for (const auto& batch : batches) {
         auto& row = out.emplace_back();
@@ -87,8 +87,9 @@ TEST_CASE("A fixed clip cap bounds the estimates balancing sees and leaves the r
             opt.cap = {.kind = bcl::cap_kind::fixed, .value = cap};
             const auto out = run_seqs(lengths, bcl::with_memory(&length_of, &length_of), opt);
             INFO(dist.name << " seed " << seed);
-            REQUIRE(check_cardinality(ids(out.batches), lengths.size(), 8, false).empty());
-            REQUIRE(check_exactly_once(ids(out.batches), lengths.size(), 8, false).empty());
+            REQUIRE(check_cardinality(ids_by_batch(out.batches), lengths.size(), 8, false).empty());
+            REQUIRE(
+                check_exactly_once(ids_by_batch(out.batches), lengths.size(), 8, false).empty());
             const auto over = static_cast<std::uint64_t>(
                 std::count_if(lengths.begin(), lengths.end(), [&](double l) { return l > cap; }));
             REQUIRE(out.stats.records_capped == over);
@@ -115,7 +116,7 @@ TEST_CASE("A truncating cap shrinks exactly the records above it, then re-estima
     bcl::options opt{.batch_size = 16, .lookahead = 8};
     opt.cap = {.kind = bcl::cap_kind::fixed, .value = 800.0, .action = bcl::cap_action::truncate};
     const auto out = run_seqs(lengths, cost_memory_truncate(), opt);
-    REQUIRE(check_exactly_once(ids(out.batches), lengths.size(), 16, false).empty());
+    REQUIRE(check_exactly_once(ids_by_batch(out.batches), lengths.size(), 16, false).empty());
     std::uint64_t over = 0;
     for (const auto& batch : out.batches)
         for (const seq& s : batch) {
@@ -196,7 +197,7 @@ TEST_CASE("With a memory budget no emitted batch ever exceeds it, and the contra
                 if (sliding) opt.policy = bcl::lookahead_policy::sliding;
                 opt.memory_budget = std::max(1.25 * largest_bound, 1e-9);
                 INFO(dist.name << " seed " << seed << (sliding ? " sliding" : " tumbling"));
-                outcome<decltype(bcl::with_memory(&length_of, &length_of))> out;
+                seq_outcome<decltype(bcl::with_memory(&length_of, &length_of))> out;
                 try {
                     out = run_seqs(lengths, bcl::with_memory(&length_of, &length_of), opt);
                 } catch (const bcl::error& e) {
@@ -206,8 +207,10 @@ TEST_CASE("With a memory budget no emitted batch ever exceeds it, and the contra
                     continue;
                 }
                 sliding_runs += sliding ? 1 : 0;
-                REQUIRE(check_cardinality(ids(out.batches), lengths.size(), 8, false).empty());
-                REQUIRE(check_exactly_once(ids(out.batches), lengths.size(), 8, false).empty());
+                REQUIRE(
+                    check_cardinality(ids_by_batch(out.batches), lengths.size(), 8, false).empty());
+                REQUIRE(check_exactly_once(ids_by_batch(out.batches), lengths.size(), 8, false)
+                            .empty());
                 double peak = 0;
                 for (const auto& batch : out.batches) {
                     double memory = 0;
@@ -270,7 +273,7 @@ TEST_CASE("A tight memory budget is met by repartitioning where the cost balance
     const double unconstrained_peak = peak_memory(run_with(unconstrained));
     REQUIRE(unconstrained_peak > opt.memory_budget); // the repair has work to do
     const auto batches = run_with(opt);
-    REQUIRE(check_exactly_once(ids(batches), lengths.size(), 16, false).empty());
+    REQUIRE(check_exactly_once(ids_by_batch(batches), lengths.size(), 16, false).empty());
     REQUIRE(peak_memory(batches) <= opt.memory_budget * (1 + 1e-12));
 }
 

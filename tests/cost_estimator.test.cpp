@@ -26,7 +26,7 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-struct sample {
+struct estimator_sample {
     std::size_t tokens = 0;
     double measured = 0.0;
     [[nodiscard]] double cost() const { return static_cast<double>(tokens); }
@@ -34,23 +34,23 @@ struct sample {
 
 // The model: a plain function object.
 struct token_count {
-    double operator()(const sample& s) const { return static_cast<double>(s.tokens); }
+    double operator()(const estimator_sample& s) const { return static_cast<double>(s.tokens); }
 };
 
 // 1 fails alone: invocable, returns double, but cannot be moved (it holds a mutex).
 struct locked_estimator {
     std::mutex lock;
-    double operator()(const sample& s) { return static_cast<double>(s.tokens); }
+    double operator()(const estimator_sample& s) { return static_cast<double>(s.tokens); }
 };
 
 // 2 fails alone: a callable that needs to modify the record.
 struct normalizing_estimator {
-    double operator()(sample& s) const { return s.measured = 1.0; }
+    double operator()(estimator_sample& s) const { return s.measured = 1.0; }
 };
 
 // 2 fails alone: callable only on an rvalue of itself, not on the lvalue a balancer keeps.
 struct one_shot_estimator {
-    double operator()(const sample& s) && { return static_cast<double>(s.tokens); }
+    double operator()(const estimator_sample& s) && { return static_cast<double>(s.tokens); }
 };
 
 // 3 fails alone: the result converts to double only explicitly.
@@ -58,7 +58,7 @@ struct opaque_cost {
     explicit operator double() const { return 1.0; }
 };
 struct opaque_estimator {
-    opaque_cost operator()(const sample&) const { return {}; }
+    opaque_cost operator()(const estimator_sample&) const { return {}; }
 };
 
 // Not required: const-callable, noexcept, copyable, default-constructible, exactly double.
@@ -68,7 +68,7 @@ struct cost_with_unit {
 };
 struct metered_estimator {
     explicit metered_estimator(std::unique_ptr<std::size_t> calls) : m_calls(std::move(calls)) {}
-    cost_with_unit operator()(const sample& s) {
+    cost_with_unit operator()(const estimator_sample& s) {
         ++*m_calls;
         return {static_cast<double>(s.tokens)};
     }
@@ -87,52 +87,55 @@ struct value_of {
 
 TEST_CASE("cost_estimator: a movable callable from const Record& to double is one",
           "[cost_estimator]") {
-    STATIC_REQUIRE(bcl::cost_estimator<token_count, sample>);
+    STATIC_REQUIRE(bcl::cost_estimator<token_count, estimator_sample>);
     // Lambdas, function pointers, and member pointers through std::invoke.
-    const auto lambda = [](const sample& s) { return s.cost(); };
-    STATIC_REQUIRE(bcl::cost_estimator<decltype(lambda), sample>);
-    STATIC_REQUIRE(bcl::cost_estimator<double (*)(const sample&), sample>);
-    STATIC_REQUIRE(bcl::cost_estimator<double sample::*, sample>);
-    STATIC_REQUIRE(bcl::cost_estimator<double (sample::*)() const, sample>);
+    const auto lambda = [](const estimator_sample& s) { return s.cost(); };
+    STATIC_REQUIRE(bcl::cost_estimator<decltype(lambda), estimator_sample>);
+    STATIC_REQUIRE(bcl::cost_estimator<double (*)(const estimator_sample&), estimator_sample>);
+    STATIC_REQUIRE(bcl::cost_estimator<double estimator_sample::*, estimator_sample>);
+    STATIC_REQUIRE(bcl::cost_estimator<double (estimator_sample::*)() const, estimator_sample>);
 }
 
 TEST_CASE("cost_estimator: each requirement, broken alone, is refused", "[cost_estimator]") {
     SECTION("1. move-constructible") {
-        STATIC_REQUIRE(std::invocable<locked_estimator&, const sample&>);
-        STATIC_REQUIRE_FALSE(bcl::cost_estimator<locked_estimator, sample>);
+        STATIC_REQUIRE(std::invocable<locked_estimator&, const estimator_sample&>);
+        STATIC_REQUIRE_FALSE(bcl::cost_estimator<locked_estimator, estimator_sample>);
     }
     SECTION("2. an lvalue invocable with a const Record&") {
         STATIC_REQUIRE(std::move_constructible<normalizing_estimator>);
-        STATIC_REQUIRE_FALSE(bcl::cost_estimator<normalizing_estimator, sample>);
-        STATIC_REQUIRE(std::invocable<one_shot_estimator&&, const sample&>);
-        STATIC_REQUIRE_FALSE(bcl::cost_estimator<one_shot_estimator, sample>);
+        STATIC_REQUIRE_FALSE(bcl::cost_estimator<normalizing_estimator, estimator_sample>);
+        STATIC_REQUIRE(std::invocable<one_shot_estimator&&, const estimator_sample&>);
+        STATIC_REQUIRE_FALSE(bcl::cost_estimator<one_shot_estimator, estimator_sample>);
         STATIC_REQUIRE_FALSE(bcl::cost_estimator<token_count, std::string>); // another record
     }
     SECTION("3. the result converts to double") {
-        STATIC_REQUIRE(std::invocable<opaque_estimator&, const sample&>);
-        STATIC_REQUIRE_FALSE(bcl::cost_estimator<opaque_estimator, sample>);
-        const auto nothing = [](const sample&) {};
-        STATIC_REQUIRE_FALSE(bcl::cost_estimator<decltype(nothing), sample>);
+        STATIC_REQUIRE(std::invocable<opaque_estimator&, const estimator_sample&>);
+        STATIC_REQUIRE_FALSE(bcl::cost_estimator<opaque_estimator, estimator_sample>);
+        const auto nothing = [](const estimator_sample&) {};
+        STATIC_REQUIRE_FALSE(bcl::cost_estimator<decltype(nothing), estimator_sample>);
     }
 }
 
 TEST_CASE("cost_estimator: not required are const calls, noexcept, copies, a default "
           "constructor or exactly double; such an estimator drives a balancer",
           "[cost_estimator]") {
-    STATIC_REQUIRE(bcl::cost_estimator<metered_estimator, sample>);
+    STATIC_REQUIRE(bcl::cost_estimator<metered_estimator, estimator_sample>);
     STATIC_REQUIRE_FALSE(std::copy_constructible<metered_estimator>);
     STATIC_REQUIRE_FALSE(std::default_initializable<metered_estimator>);
-    const auto mutable_lambda = [n = 0](const sample& s) mutable { return ++n + s.cost(); };
-    STATIC_REQUIRE(bcl::cost_estimator<std::remove_const_t<decltype(mutable_lambda)>, sample>);
+    const auto mutable_lambda = [n = 0](const estimator_sample& s) mutable {
+        return ++n + s.cost();
+    };
+    STATIC_REQUIRE(
+        bcl::cost_estimator<std::remove_const_t<decltype(mutable_lambda)>, estimator_sample>);
 
     // B = 2, K = 1: tokens 3 and 4 make one batch whose estimated cost is 3 + 4 = 7.
     auto calls = std::make_unique<std::size_t>(0);
     std::size_t* const seen = calls.get();
-    bcl::balancer<sample, metered_estimator> b{
+    bcl::balancer<estimator_sample, metered_estimator> b{
         metered_estimator{std::move(calls)},
         {.batch_size = 2, .lookahead = 1, .policy = bcl::lookahead_policy::tumbling}};
-    b.push(sample{3});
-    b.push(sample{4});
+    b.push(estimator_sample{3});
+    b.push(estimator_sample{4});
     REQUIRE(b.pop());
     CHECK(b.last_batch_cost() == 7.0);
     CHECK(*seen == 2); // each record estimated once, by the balancer's own (moved) estimator

@@ -21,13 +21,13 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-struct record {
+struct costed_record {
     double cost = 0.0;
 };
 
 // An estimator that fails in its own way: its exception must reach the caller as it is.
 struct failing_estimator {
-    double operator()(const record& r) const {
+    double operator()(const costed_record& r) const {
         if (r.cost < 0.0) throw std::out_of_range("estimator: record out of its table");
         return r.cost;
     }
@@ -75,18 +75,18 @@ TEST_CASE("error: what the library finds wrong is a bcl::error naming it", "[err
     }
     CHECK(caught);
     // A bad cost: the message names the record's position and its value.
-    bcl::balancer<record, failing_estimator> b{failing_estimator{}, {.batch_size = 2}};
-    b.push(record{1.0});
-    CHECK_THROWS_AS(b.push(record{std::numeric_limits<double>::quiet_NaN()}), bcl::error);
-    CHECK_THROWS_WITH(b.push(record{std::numeric_limits<double>::quiet_NaN()}),
+    bcl::balancer<costed_record, failing_estimator> b{failing_estimator{}, {.batch_size = 2}};
+    b.push(costed_record{1.0});
+    CHECK_THROWS_AS(b.push(costed_record{std::numeric_limits<double>::quiet_NaN()}), bcl::error);
+    CHECK_THROWS_WITH(b.push(costed_record{std::numeric_limits<double>::quiet_NaN()}),
                       Contains("record 1") && Contains("nan"));
 }
 
 TEST_CASE("error: an exception from user code is never wrapped in a bcl::error", "[error]") {
-    bcl::balancer<record, failing_estimator> b{failing_estimator{}, {.batch_size = 2}};
+    bcl::balancer<costed_record, failing_estimator> b{failing_estimator{}, {.batch_size = 2}};
     bool caught_as_is = false;
     try {
-        b.push(record{-1.0});
+        b.push(costed_record{-1.0});
     } catch (const bcl::error&) {
         FAIL("the estimator's exception came out as a bcl::error");
     } catch (const std::out_of_range& e) {

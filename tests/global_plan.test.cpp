@@ -35,12 +35,12 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using plan = std::vector<bcl::plan_slot>;
+using plan_slots = std::vector<bcl::plan_slot>;
 
 /// Each (step, rank)'s packed batch in the plan's own integer units: the sum of
 /// floor(cost * 2^scale) over its records, the quantization the plan uses (checked against it
 /// by tests/plan/quantize.test.cpp). Exact, so two plans of one window compare without rounding.
-std::vector<std::uint64_t> quantized_batches(std::span<const double> costs, const plan& p,
+std::vector<std::uint64_t> quantized_batches(std::span<const double> costs, const plan_slots& p,
                                              bcl::plan_shape shape, int scale) {
     const expected_steps e = steps_of(costs.size(), shape.ranks, shape.batch);
     std::vector<std::uint64_t> sum(e.steps * shape.ranks, 0);
@@ -119,8 +119,8 @@ TEST_CASE("global plan: every (step, rank) holds exactly B records, the last ste
                     bcl::plan_options opt;
                     opt.batching = padded ? bcl::batch_cost::padded : bcl::batch_cost::packed;
                     opt.level_steps = level;
-                    plan out(w.n,
-                             bcl::plan_slot{~0U, ~0U}); // any slot left unwritten is out of range
+                    plan_slots out(
+                        w.n, bcl::plan_slot{~0U, ~0U}); // any slot left unwritten is out of range
                     (void)planner.plan(costs, w.shape, opt, out);
                     CHECK(check_layout(out, w.n, w.shape).empty());
                     CHECK(check_layout(bcl::plan_window(costs, w.shape, opt), w.n, w.shape) == "");
@@ -134,17 +134,17 @@ TEST_CASE("global plan: the full window R*K*B uses every step; a short one uses 
           "[global_plan]") {
     const std::vector<double> costs = lognormal_costs(3 * 2 * 4, 1);
     // R = 3, K = 5, B = 4, n = 24: m = 8 per rank, two full steps, steps 2..4 unused.
-    const plan two_steps = bcl::plan_window(costs, {.ranks = 3, .steps = 5, .batch = 4});
+    const plan_slots two_steps = bcl::plan_window(costs, {.ranks = 3, .steps = 5, .batch = 4});
     CHECK(check_layout(two_steps, 24, {3, 5, 4}).empty());
     CHECK(std::all_of(two_steps.begin(), two_steps.end(),
                       [](const bcl::plan_slot& s) { return s.step < 2; }));
     // R = 3, K = 5, B = 5, n = 24: m = 8, one full step of 5 and a short one of 3 per rank.
-    const plan short_last = bcl::plan_window(costs, {.ranks = 3, .steps = 5, .batch = 5});
+    const plan_slots short_last = bcl::plan_window(costs, {.ranks = 3, .steps = 5, .batch = 5});
     CHECK(check_layout(short_last, 24, {3, 5, 5}).empty());
     // n = 0: nothing to place, nothing thrown.
     CHECK(bcl::plan_window({}, {.ranks = 3, .steps = 5, .batch = 5}).empty());
     // One record per rank, B = 16: one short step of one record each.
-    const plan single = bcl::plan_window(std::vector<double>{5, 1, 3}, {3, 8, 16});
+    const plan_slots single = bcl::plan_window(std::vector<double>{5, 1, 3}, {3, 8, 16});
     CHECK(check_layout(single, 3, {3, 8, 16}).empty());
 }
 
@@ -158,15 +158,15 @@ TEST_CASE("global plan: the plan and its digest are pure functions of the costs,
             const cost_list costs = d.generate(w.n, case_seed(i + 1000));
             INFO(fmt::format("{}: R={} K={} B={} n={}", d.name, w.shape.ranks, w.shape.steps,
                              w.shape.batch, w.n));
-            plan first(w.n);
+            plan_slots first(w.n);
             const bcl::plan_summary s1 = used.plan(costs, w.shape, first);
             // Another window in between, then the same one again, and a fresh planner.
-            plan other(w.n);
+            plan_slots other(w.n);
             (void)used.plan(lognormal_costs(w.n, i), w.shape, other);
-            plan again(w.n);
+            plan_slots again(w.n);
             const bcl::plan_summary s2 = used.plan(costs, w.shape, again);
             bcl::global_planner fresh;
-            plan third(w.n);
+            plan_slots third(w.n);
             const bcl::plan_summary s3 = fresh.plan(costs, w.shape, third);
             CHECK(again == first);
             CHECK(third == first);
@@ -181,10 +181,10 @@ TEST_CASE("global plan: the plan and its digest are pure functions of the costs,
 TEST_CASE("global plan: the digest changes with any one slot and chains windows in order",
           "[global_plan]") {
     const cost_list costs = pareto_costs(4 * 3 * 5, 7);
-    const plan p = bcl::plan_window(costs, {4, 3, 5});
+    const plan_slots p = bcl::plan_window(costs, {4, 3, 5});
     const std::uint64_t d = bcl::plan_digest(p);
     for (std::size_t i = 0; i < p.size(); ++i) {
-        plan changed = p;
+        plan_slots changed = p;
         changed[i].rank = (changed[i].rank + 1) % 4;
         CHECK(bcl::plan_digest(changed) != d);
         changed = p;
@@ -192,14 +192,14 @@ TEST_CASE("global plan: the digest changes with any one slot and chains windows 
         CHECK(bcl::plan_digest(changed) != d);
     }
     // Two records in different slots trade places: the same multiset of slots, another plan.
-    plan swapped = p;
+    plan_slots swapped = p;
     const auto other =
         std::find_if(p.begin(), p.end(), [&](const bcl::plan_slot& s) { return !(s == p[0]); });
     REQUIRE(other != p.end());
     std::swap(swapped[0], swapped[static_cast<std::size_t>(other - p.begin())]);
     CHECK(bcl::plan_digest(swapped) != d);
     // Chaining: an epoch of two windows, in order; the order matters, and so does the seed.
-    const plan q = bcl::plan_window(lognormal_costs(4 * 3 * 5, 8), {4, 3, 5});
+    const plan_slots q = bcl::plan_window(lognormal_costs(4 * 3 * 5, 8), {4, 3, 5});
     const std::uint64_t epoch = bcl::plan_digest(q, bcl::plan_digest(p));
     CHECK(epoch == bcl::plan_digest(q, d));
     CHECK(epoch != bcl::plan_digest(p, bcl::plan_digest(q)));
@@ -213,7 +213,7 @@ TEST_CASE("global plan: a bad cost is a bcl::error naming its index and value, a
     const bcl::plan_shape shape{.ranks = 2, .steps = 3, .batch = 4};
     const cost_list good = lognormal_costs(24, 3);
     bcl::global_planner planner;
-    plan before(24);
+    plan_slots before(24);
     const bcl::plan_summary reference = planner.plan(good, shape, before);
     struct bad_value {
         double value;
@@ -229,7 +229,7 @@ TEST_CASE("global plan: a bad cost is a bcl::error naming its index and value, a
             INFO(bad.text << " at " << at);
             cost_list costs = good;
             costs[at] = bad.value;
-            plan out = before;
+            plan_slots out = before;
             const std::string message =
                 bcl_error_message([&] { (void)planner.plan(costs, shape, out); });
             CHECK_THAT(message, Contains("index " + std::to_string(at)) && Contains(bad.text));
@@ -237,7 +237,7 @@ TEST_CASE("global plan: a bad cost is a bcl::error naming its index and value, a
             CHECK_THAT(bcl_error_message([&] { (void)bcl::plan_window(costs, shape); }),
                        Contains("index " + std::to_string(at)));
             // The planner is as it was: the next window plans as a fresh one would.
-            plan after(24);
+            plan_slots after(24);
             CHECK(planner.plan(good, shape, after).digest == reference.digest);
             CHECK(after == before);
         }
@@ -270,7 +270,7 @@ TEST_CASE("global plan: a bad shape, count or option is a bcl::error naming the 
     // The largest window a plan takes is accepted (here empty: no memory needed).
     CHECK(message({1 << 10, 1 << 10, 1 << 10}) == "<no exception>");
     // The plan's length must match; reserve() refuses what plan() refuses.
-    plan out(23);
+    plan_slots out(23);
     bcl::global_planner planner;
     CHECK_THAT(bcl_error_message([&] { planner.reserve({2, 0, 4}); }), Contains("steps = 0"));
     CHECK_THAT(bcl_error_message([&] {
@@ -303,7 +303,7 @@ TEST_CASE("global plan: a record too dear to balance away gets a step whose othe
     const std::vector<double> costs{100, 1, 2, 3, 50, 49, 10, 10};
     const bcl::plan_shape shape{2, 2, 2};
     CHECK(brute_force_plan_objective(costs, shape.ranks, shape.batch, false) == 114.0);
-    const plan levelled = bcl::plan_window(costs, shape);
+    const plan_slots levelled = bcl::plan_window(costs, shape);
     CHECK(objective(costs, levelled, shape) == 114.0);
     CHECK(levelled[0].step == 0); // the dear record's step comes first
     CHECK(levelled[4].step == 0); // 50 and 49 share it,
@@ -344,8 +344,8 @@ TEST_CASE("global plan: the default plan's objective is never above the flat pla
                         const cost_list costs = d.generate(n, case_seed(seed));
                         INFO(fmt::format("{} seed {}: R={} K={} B={} n={}", d.name, seed, ranks,
                                          steps, batch, n));
-                        plan kept(n, bcl::plan_slot{~0U, ~0U});
-                        plan flat_plan(n, bcl::plan_slot{~0U, ~0U});
+                        plan_slots kept(n, bcl::plan_slot{~0U, ~0U});
+                        plan_slots flat_plan(n, bcl::plan_slot{~0U, ~0U});
                         const bcl::plan_summary s = planner.plan(costs, shape, kept);
                         const bcl::plan_summary sf = planner.plan(costs, shape, flat, flat_plan);
                         REQUIRE(check_layout(kept, n, shape) == "");
@@ -390,7 +390,7 @@ TEST_CASE("global plan: a window of one step gets the best plan, where levelling
         CHECK(brute_force_plan_objective(costs, shape.ranks, shape.batch, false) ==
               Approx(best).epsilon(1e-12));
         bcl::global_planner planner;
-        plan p(costs.size());
+        plan_slots p(costs.size());
         const bcl::plan_summary s = planner.plan(costs, shape, p);
         CHECK(objective(costs, p, shape) == Approx(best).epsilon(1e-12));
         CHECK(s.cost_of(s.objective) == Approx(best).epsilon(1e-9));
@@ -443,7 +443,7 @@ const std::vector<tiny_window>& tiny_windows() {
                     w.best = brute_force_plan_objective(costs, t.shape.ranks, t.shape.batch, false);
                     w.best_padded =
                         brute_force_plan_objective(costs, t.shape.ranks, t.shape.batch, true);
-                    plan p(t.n);
+                    plan_slots p(t.n);
                     const bcl::plan_summary s = planner.plan(costs, t.shape, p);
                     w.levelled = objective(costs, p, t.shape);
                     w.lower_bound = s.cost_of(s.lower_bound);
@@ -544,7 +544,7 @@ TEST_CASE("global plan: steps come heaviest first, the short step last, and the 
                                  w.shape.steps, w.shape.batch, w.n, padded));
                 bcl::plan_options opt;
                 opt.batching = padded ? bcl::batch_cost::padded : bcl::batch_cost::packed;
-                const plan p = bcl::plan_window(costs, w.shape, opt);
+                const plan_slots p = bcl::plan_window(costs, w.shape, opt);
                 CHECK(check_order(batch_costs(costs, p, w.shape, padded), w.n, w.shape) == "");
             }
         }
@@ -579,7 +579,7 @@ TEST_CASE("global plan: the summary's figures are the plan's own", "[global_plan
             for (double& c : costs) c = std::round(c); // exact sums in doubles
             INFO(fmt::format("{}: R={} K={} B={} n={}", d.name, w.shape.ranks, w.shape.steps,
                              w.shape.batch, w.n));
-            plan p(w.n);
+            plan_slots p(w.n);
             const bcl::plan_summary s = planner.plan(costs, w.shape, p);
             const expected_steps e = steps_of(w.n, w.shape.ranks, w.shape.batch);
             CHECK(s.steps == e.steps);

@@ -26,8 +26,8 @@ namespace {
 using Catch::Matchers::Contains;
 
 // The sum over micro-steps of the slowest rank's micro-batch, where slots[i] places record i.
-double objective(const std::vector<double>& costs, const std::vector<bcl::plan_slot>& slots,
-                 std::size_t ranks) {
+double micro_step_objective(const std::vector<double>& costs,
+                            const std::vector<bcl::plan_slot>& slots, std::size_t ranks) {
     std::size_t steps = 0;
     for (const bcl::plan_slot& s : slots) steps = std::max<std::size_t>(steps, s.step + 1);
     std::vector<double> load(steps * ranks, 0.0);
@@ -139,9 +139,9 @@ TEST_CASE("held batch: never worse per micro-step than the global plan of its wi
             const std::size_t steps = std::max<std::size_t>(1, (m + b - 1) / b);
             const std::vector<bcl::plan_slot> global =
                 bcl::plan_window(costs, {.ranks = r, .steps = steps, .batch = b});
-            const double ours = objective(costs, slots, r);
-            CHECK(ours <= objective(costs, global, r));
-            CHECK(ours <= objective(costs, verl_split(costs, r, b), r));
+            const double ours = micro_step_objective(costs, slots, r);
+            CHECK(ours <= micro_step_objective(costs, global, r));
+            CHECK(ours <= micro_step_objective(costs, verl_split(costs, r, b), r));
             ++cases;
         }
     }
@@ -152,14 +152,14 @@ TEST_CASE("held batch: where Karmarkar-Karp splits better, its split is kept", "
     // One micro-step: 104 splits into 52 + 52 ({26, 20, 6, 0}, {22, 15, 12, 3}), which dealing
     // and single swaps miss (they end at 53 + 51).
     const std::vector<double> one{26, 0, 6, 22, 3, 12, 20, 15};
-    CHECK(objective(one, bcl::plan_held_batch(one, 2, 4), 2) == 52.0);
+    CHECK(micro_step_objective(one, bcl::plan_held_batch(one, 2, 4), 2) == 52.0);
     // Two micro-steps, the last short: verl's groups {11, 11, 24} and {6, 16, 24} cut in input
     // order cost 22 + 24 = 46, where the global plan, keeping the dear records out of the short
     // step, costs 51.
     const std::vector<double> two{11, 11, 24, 6, 16, 24};
     const std::vector<bcl::plan_slot> slots = bcl::plan_held_batch(two, 2, 2);
     check_contract(slots, 2, 2);
-    CHECK(objective(two, slots, 2) == 46.0);
+    CHECK(micro_step_objective(two, slots, 2) == 46.0);
 }
 
 TEST_CASE("held batch: bad input is an error naming it, and the output is left as it was",

@@ -22,10 +22,10 @@ using namespace bcl_test;
 
 namespace {
 
-using balancer_t = bcl::balancer<rec, cost_of>;
+using epoch_balancer = bcl::balancer<rec, cost_of>;
 
 // Feeds one epoch's records (ids restart at 0 each epoch) and drains it; returns its batches.
-batch_ids run_epoch(balancer_t& b, const cost_list& costs) {
+batch_ids run_epoch(epoch_balancer& b, const cost_list& costs) {
     batch_ids out;
     for (std::size_t i = 0; i < costs.size(); ++i) {
         b.push(rec{i, costs[i]});
@@ -50,7 +50,7 @@ TEST_CASE("next_epoch: every epoch of one balancer keeps the contract on its own
             bcl::options opt{.batch_size = 8, .lookahead = 4, .drop_last = drop_last};
             opt.policy = sliding ? bcl::lookahead_policy::sliding : bcl::lookahead_policy::tumbling;
             opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.9, .warmup = 50};
-            balancer_t b(cost_of{}, opt);
+            epoch_balancer b(cost_of{}, opt);
             for (std::uint64_t epoch = 0; epoch < 4; ++epoch) {
                 const std::size_t n = 300 + 13 * epoch;
                 if (epoch > 0) b.next_epoch();
@@ -68,10 +68,10 @@ TEST_CASE("next_epoch: every epoch of one balancer keeps the contract on its own
 TEST_CASE("next_epoch: the quantile cap carries over, with no second warm-up", "[next_epoch]") {
     bcl::options opt{.batch_size = 8, .lookahead = 4};
     opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.9, .warmup = 200};
-    balancer_t carried(cost_of{}, opt);
+    epoch_balancer carried(cost_of{}, opt);
     run_epoch(carried, epoch_costs(400, 0));
     carried.next_epoch();
-    balancer_t fresh(cost_of{}, opt);
+    epoch_balancer fresh(cost_of{}, opt);
     // The next epoch's first 100 records, all within a fresh balancer's warm-up.
     const cost_list costs = epoch_costs(100, 1);
     for (std::size_t i = 0; i < costs.size(); ++i) {
@@ -91,7 +91,7 @@ TEST_CASE("next_epoch: an epoch under way is an error that changes nothing; an u
           "may start again",
           "[next_epoch]") {
     const bcl::options opt{.batch_size = 4, .lookahead = 2};
-    balancer_t b(cost_of{}, opt);
+    epoch_balancer b(cost_of{}, opt);
     b.next_epoch(); // nothing pushed yet: allowed
     b.next_epoch(2.5);
     CHECK(b.settings().mean_cost == 2.5);
@@ -122,13 +122,13 @@ TEST_CASE("next_epoch: a state saved in a later epoch, or right after next_epoch
     opt.cap = {.kind = bcl::cap_kind::quantile, .quantile = 0.95, .warmup = 100};
     const cost_list first = epoch_costs(500, 0);
     const cost_list second = epoch_costs(333, 1);
-    balancer_t reference(cost_of{}, opt);
+    epoch_balancer reference(cost_of{}, opt);
     run_epoch(reference, first);
     reference.next_epoch(7.0);
     const batch_ids expected = run_epoch(reference, second);
     for (const std::size_t save_after :
          {std::size_t{0}, std::size_t{1}, std::size_t{150}, std::size_t{333}}) {
-        balancer_t b(cost_of{}, opt);
+        epoch_balancer b(cost_of{}, opt);
         run_epoch(b, first);
         b.next_epoch(7.0);
         batch_ids got;
@@ -136,11 +136,11 @@ TEST_CASE("next_epoch: a state saved in a later epoch, or right after next_epoch
             b.push(rec{i, second[i]});
             while (auto batch = b.pop()) got.push_back(ids_of(*batch));
         }
-        const balancer_t::state saved = b.save();
+        const epoch_balancer::state saved = b.save();
         bcl::options restored_opt = opt;
         restored_opt.mean_cost = 7.0;
-        balancer_t restored(cost_of{}, restored_opt,
-                            balancer_t::state::from_bytes(saved.to_bytes(), saved.pending));
+        epoch_balancer restored(cost_of{}, restored_opt,
+                                epoch_balancer::state::from_bytes(saved.to_bytes(), saved.pending));
         for (std::size_t i = save_after; i < second.size(); ++i) {
             restored.push(rec{i, second[i]});
             while (auto batch = restored.pop()) got.push_back(ids_of(*batch));

@@ -30,11 +30,11 @@ namespace {
 using bcl_test::all_distributions;
 using bcl_test::case_seed;
 
-bcl::cap_options fixed_cap(double value) {
+bcl::cap_options fixed_cap_options(double value) {
     return {.kind = bcl::cap_kind::fixed, .value = value};
 }
 
-bcl::cap_options quantile_cap(double q) {
+bcl::cap_options quantile_cap_options(double q) {
     return {.kind = bcl::cap_kind::quantile, .quantile = q};
 }
 
@@ -65,27 +65,28 @@ std::string thrown_by(std::span<const double> costs, const bcl::cap_options& cap
 
 /// A record that can only be moved, as a loader's samples often are: reading its cost must not
 /// need a copy, and a record that was moved from has no payload.
-struct sample {
+struct move_only_sample {
     std::size_t length = 0;
     std::unique_ptr<int> payload = std::make_unique<int>(7);
 };
 
 /// The squared length, counting the records it is shown.
-struct squared_length {
+struct counting_squared_length {
     std::size_t* calls;
-    double operator()(const sample& s) const {
+    double operator()(const move_only_sample& s) const {
         ++*calls;
         return static_cast<double>(s.length * s.length);
     }
 };
 
-std::vector<sample> samples_of(std::initializer_list<std::size_t> lengths) {
-    std::vector<sample> samples;
+std::vector<move_only_sample> samples_of(std::initializer_list<std::size_t> lengths) {
+    std::vector<move_only_sample> samples;
     for (const std::size_t length : lengths) samples.push_back({length});
     return samples;
 }
 
-bool untouched(const std::vector<sample>& samples, std::initializer_list<std::size_t> lengths) {
+bool untouched_samples(const std::vector<move_only_sample>& samples,
+                       std::initializer_list<std::size_t> lengths) {
     std::size_t i = 0;
     for (const std::size_t length : lengths) {
         if (samples[i].length != length || !samples[i].payload || *samples[i].payload != 7)
@@ -108,11 +109,11 @@ concept records_have_a_mean = requires(Range&& range) {
 
 TEST_CASE("stream_mean_cost is the mean of the costs as the cap clips them", "[stream_mean_cost]") {
     const std::vector<bcl::cap_options> caps{{},
-                                             fixed_cap(50.0),
-                                             fixed_cap(1e6),
-                                             quantile_cap(0.99),
-                                             quantile_cap(0.5),
-                                             quantile_cap(0.999)};
+                                             fixed_cap_options(50.0),
+                                             fixed_cap_options(1e6),
+                                             quantile_cap_options(0.99),
+                                             quantile_cap_options(0.5),
+                                             quantile_cap_options(0.999)};
     std::uint64_t case_index = 0;
     for (const auto& dist : all_distributions())
         for (const std::size_t n : {1U, 2U, 7U, 100U, 4096U})
@@ -131,14 +132,14 @@ TEST_CASE("stream_mean_cost caps at the quantile of the costs themselves, by nea
     const std::vector<double> costs{4.0, 1.0, 100.0, 2.0, 3.0};
     CHECK(bcl::stream_mean_cost(costs, {}) == Approx(22.0));
     // 0.8 * 5 = 4: the 4th smallest, 4, caps the 100.
-    CHECK(bcl::stream_mean_cost(costs, quantile_cap(0.8)) == Approx(14.0 / 5.0));
+    CHECK(bcl::stream_mean_cost(costs, quantile_cap_options(0.8)) == Approx(14.0 / 5.0));
     // 0.61 * 5 = 3.05, rounded up to the 4th smallest as well.
-    CHECK(bcl::stream_mean_cost(costs, quantile_cap(0.61)) == Approx(14.0 / 5.0));
+    CHECK(bcl::stream_mean_cost(costs, quantile_cap_options(0.61)) == Approx(14.0 / 5.0));
     // 0.6 * 5 = 3: the 3rd smallest, 3, caps 4 and 100.
-    CHECK(bcl::stream_mean_cost(costs, quantile_cap(0.6)) == Approx(12.0 / 5.0));
-    CHECK(bcl::stream_mean_cost(costs, fixed_cap(2.5)) == Approx(10.5 / 5.0));
+    CHECK(bcl::stream_mean_cost(costs, quantile_cap_options(0.6)) == Approx(12.0 / 5.0));
+    CHECK(bcl::stream_mean_cost(costs, fixed_cap_options(2.5)) == Approx(10.5 / 5.0));
     // A truncating cap counts as clipping: a truncated record costs about the cap.
-    bcl::cap_options truncating = fixed_cap(2.5);
+    bcl::cap_options truncating = fixed_cap_options(2.5);
     truncating.action = bcl::cap_action::truncate;
     CHECK(bcl::stream_mean_cost(costs, truncating) == Approx(10.5 / 5.0));
 }
@@ -148,19 +149,19 @@ TEST_CASE("stream_mean_cost of records is the mean of their estimates as the cap
           "[stream_mean_cost]") {
     // Squared lengths 1, 4, 9, 100.
     const std::initializer_list<std::size_t> lengths{1, 2, 3, 10};
-    std::vector<sample> samples = samples_of(lengths);
+    std::vector<move_only_sample> samples = samples_of(lengths);
     std::size_t calls = 0;
-    const squared_length cost{&calls};
+    const counting_squared_length cost{&calls};
     CHECK(bcl::stream_mean_cost(samples, cost, {}) == Approx(114.0 / 4.0));
     CHECK(calls == 4);
-    CHECK(untouched(samples, lengths));
-    CHECK(bcl::stream_mean_cost(samples, cost, fixed_cap(9.0)) == Approx(23.0 / 4.0));
+    CHECK(untouched_samples(samples, lengths));
+    CHECK(bcl::stream_mean_cost(samples, cost, fixed_cap_options(9.0)) == Approx(23.0 / 4.0));
     // 0.75 * 4 = 3: the 3rd smallest, 9, caps the 100.
-    CHECK(bcl::stream_mean_cost(samples, cost, quantile_cap(0.75)) == Approx(23.0 / 4.0));
+    CHECK(bcl::stream_mean_cost(samples, cost, quantile_cap_options(0.75)) == Approx(23.0 / 4.0));
     // 0.5 * 4 = 2: the 2nd smallest, 4, caps 9 and 100.
-    CHECK(bcl::stream_mean_cost(samples, cost, quantile_cap(0.5)) == Approx(13.0 / 4.0));
+    CHECK(bcl::stream_mean_cost(samples, cost, quantile_cap_options(0.5)) == Approx(13.0 / 4.0));
     CHECK(calls == 16);
-    CHECK(untouched(samples, lengths));
+    CHECK(untouched_samples(samples, lengths));
 
     // Any forward range: a list (not sized), a filtered view (not const-iterable), a transformed
     // one (records made on the fly, as prvalues).
@@ -170,8 +171,9 @@ TEST_CASE("stream_mean_cost of records is the mean of their estimates as the cap
     auto even = numbers | std::views::filter([](int x) { return x % 2 == 0; });
     CHECK(bcl::stream_mean_cost(even, length_as_cost{}, {}) == Approx(4.0));
     CHECK(bcl::stream_mean_cost(numbers | std::views::transform([](int x) { return 10 * x; }),
-                                length_as_cost{}, fixed_cap(40.0)) == Approx(180.0 / 6.0));
-    CHECK(bcl::stream_mean_cost(std::vector<int>{}, length_as_cost{}, quantile_cap(0.9)) == 0.0);
+                                length_as_cost{}, fixed_cap_options(40.0)) == Approx(180.0 / 6.0));
+    CHECK(bcl::stream_mean_cost(std::vector<int>{}, length_as_cost{}, quantile_cap_options(0.9)) ==
+          0.0);
 
     // An input range would be used up by reading it: it does not compile.
     STATIC_REQUIRE(records_have_a_mean<std::vector<int>&>);
@@ -183,7 +185,7 @@ TEST_CASE("stream_mean_cost of records equals the mean of their costs on every d
           "cap",
           "[stream_mean_cost]") {
     const std::vector<bcl::cap_options> caps{
-        {}, fixed_cap(50.0), quantile_cap(0.99), quantile_cap(0.5)};
+        {}, fixed_cap_options(50.0), quantile_cap_options(0.99), quantile_cap_options(0.5)};
     std::uint64_t case_index = 1000;
     for (const auto& dist : all_distributions())
         for (const std::size_t n : {1U, 7U, 1000U})
@@ -203,10 +205,10 @@ TEST_CASE("stream_mean_cost of records gives the level bcl::balance takes, the r
           "there to balance",
           "[stream_mean_cost]") {
     const auto length_of = [](std::size_t i) { return (i * 37) % 23; };
-    std::vector<sample> samples;
+    std::vector<move_only_sample> samples;
     for (std::size_t i = 0; i < 100; ++i) samples.push_back({length_of(i)});
     std::size_t calls = 0;
-    const squared_length cost{&calls};
+    const counting_squared_length cost{&calls};
     bcl::options opt{.batch_size = 4, .lookahead = 2};
     opt.mean_cost = bcl::stream_mean_cost(samples, cost, opt.cap);
     double sum = 0.0;
@@ -217,7 +219,7 @@ TEST_CASE("stream_mean_cost of records gives the level bcl::balance takes, the r
     for (auto&& batch : bcl::balance(std::move(samples), cost, opt)) {
         CHECK(batch.size() == 4);
         ++batches;
-        for (const sample& s : batch) {
+        for (const move_only_sample& s : batch) {
             CHECK((s.payload && *s.payload == 7));
             ++seen[s.length];
         }
@@ -233,7 +235,7 @@ TEST_CASE("stream_mean_cost of records gives the level bcl::balance takes, the r
 TEST_CASE("stream_mean_cost of nothing is 0, and of the largest estimates stays finite",
           "[stream_mean_cost]") {
     CHECK(bcl::stream_mean_cost({}, {}) == 0.0);
-    CHECK(bcl::stream_mean_cost({}, quantile_cap(0.99)) == 0.0);
+    CHECK(bcl::stream_mean_cost({}, quantile_cap_options(0.99)) == 0.0);
     const std::vector<double> huge(100000, bcl::max_estimate);
     const double mean = bcl::stream_mean_cost(huge, {});
     CHECK(std::isfinite(mean));
@@ -254,16 +256,16 @@ TEST_CASE("stream_mean_cost refuses a bad cost by position and a bad cap by opti
     const std::vector<double> negative{1.0, -3.0};
     CHECK_THAT(thrown_by(negative, {}), Catch::Contains("cost 1 is -3"));
     const std::vector<double> too_large{bcl::max_estimate * 10.0};
-    CHECK_THAT(thrown_by(too_large, quantile_cap(0.5)), Catch::Contains("cost 0 is"));
+    CHECK_THAT(thrown_by(too_large, quantile_cap_options(0.5)), Catch::Contains("cost 0 is"));
     const std::vector<double> fine{1.0, 2.0};
-    CHECK_THAT(thrown_by(fine, fixed_cap(0.0)), Catch::Contains("cap"));
-    CHECK_THAT(thrown_by(fine, quantile_cap(1.5)), Catch::Contains("quantile"));
+    CHECK_THAT(thrown_by(fine, fixed_cap_options(0.0)), Catch::Contains("cap"));
+    CHECK_THAT(thrown_by(fine, quantile_cap_options(1.5)), Catch::Contains("quantile"));
 
     // Given records, the position named is the record's; what the estimator throws comes out
     // unchanged; the records stay as they were.
     const std::initializer_list<std::size_t> lengths{1, 2, 3};
-    std::vector<sample> samples = samples_of(lengths);
-    const auto nan_at_two = [nan](const sample& s) { return s.length == 3 ? nan : 1.0; };
+    std::vector<move_only_sample> samples = samples_of(lengths);
+    const auto nan_at_two = [nan](const move_only_sample& s) { return s.length == 3 ? nan : 1.0; };
     try {
         (void)bcl::stream_mean_cost(samples, nan_at_two, {});
         FAIL("nothing thrown");
@@ -273,11 +275,12 @@ TEST_CASE("stream_mean_cost refuses a bad cost by position and a bad cap by opti
     struct lookup_failed : std::logic_error {
         using std::logic_error::logic_error;
     };
-    const auto fails_at_one = [](const sample& s) -> double {
+    const auto fails_at_one = [](const move_only_sample& s) -> double {
         if (s.length == 2) throw lookup_failed("no length for this record");
         return 1.0;
     };
     CHECK_THROWS_AS(bcl::stream_mean_cost(samples, fails_at_one, {}), lookup_failed);
-    CHECK_THROWS_AS(bcl::stream_mean_cost(samples, nan_at_two, quantile_cap(1.5)), bcl::error);
-    CHECK(untouched(samples, lengths));
+    CHECK_THROWS_AS(bcl::stream_mean_cost(samples, nan_at_two, quantile_cap_options(1.5)),
+                    bcl::error);
+    CHECK(untouched_samples(samples, lengths));
 }

@@ -4,6 +4,7 @@
 // micro-batch; the same plan for the same input; against exhaustive search on tiny batches; bad
 // input refused naming it, the output untouched.
 
+#include "support/case_count.hpp"
 #include "support/distributions.hpp"
 
 #include <bcl/token_plan.hpp>
@@ -26,7 +27,7 @@
 namespace {
 
 using Catch::Matchers::Contains;
-using slots = std::vector<bcl::micro_slot>;
+using micro_slots = std::vector<bcl::micro_slot>;
 
 double default_cost(std::uint64_t t) {
     return static_cast<double>(t) + static_cast<double>(t) * static_cast<double>(t) / 24576.0;
@@ -52,8 +53,8 @@ struct cell_key {
 // the summary's shape holds a record (so every rank runs as many micro-batches in every step), at
 // most T tokens but a record alone above it; groups on one rank and step (or in one cell).
 void check_plan(const std::vector<std::uint64_t>& tokens, const std::vector<std::uint64_t>& groups,
-                const bcl::token_budget& b, const bcl::token_plan_options& opt, const slots& out,
-                const bcl::token_plan_summary& s) {
+                const bcl::token_budget& b, const bcl::token_plan_options& opt,
+                const micro_slots& out, const bcl::token_plan_summary& s) {
     const std::size_t n = s.records;
     REQUIRE(s.ranks == b.ranks);
     REQUIRE(s.micro_batches % b.multiple_of == 0);
@@ -95,8 +96,8 @@ void check_plan(const std::vector<std::uint64_t>& tokens, const std::vector<std:
 }
 
 // The sum over micro-steps of the dearest cell, in cost units, from the slots and costs.
-double objective_of(const slots& out, std::size_t n,
-                    const std::function<double(std::size_t)>& cost) {
+double micro_objective_of(const micro_slots& out, std::size_t n,
+                          const std::function<double(std::size_t)>& cost) {
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::map<std::uint32_t, double>> step;
     for (std::size_t i = 0; i < n; ++i) step[{out[i].step, out[i].micro}][out[i].rank] += cost(i);
     double sum = 0.0;
@@ -115,7 +116,7 @@ TEST_CASE("token plan: held batches keep the contract on every shape and distrib
     std::mt19937_64 gen(11);
     bcl::token_planner planner;
     std::size_t plans = 0;
-    for (int trial = 0; trial < 1500; ++trial) {
+    for (std::size_t trial = 0; trial < bcl_test::random_cases(1500); ++trial) {
         const bcl::token_budget b{
             .ranks = 1 + gen() % 6, .max_tokens = 8 + gen() % 120, .multiple_of = 1 + gen() % 3};
         const std::size_t steps = 1 + gen() % 3;
@@ -133,7 +134,7 @@ TEST_CASE("token plan: held batches keep the contract on every shape and distrib
             costs = bcl_test::lognormal_costs(n, gen());
         }
         CAPTURE(trial, b.ranks, b.max_tokens, b.multiple_of, steps, n, tokens, groups);
-        slots out(n);
+        micro_slots out(n);
         try {
             const bcl::token_plan_summary s =
                 planner.plan_held(tokens, costs, groups, b, steps, opt, out);
@@ -144,7 +145,7 @@ TEST_CASE("token plan: held batches keep the contract on every shape and distrib
             const auto cost = [&](std::size_t i) {
                 return costs.empty() ? default_cost(tokens[i]) : costs[i];
             };
-            const double objective = objective_of(out, n, cost);
+            const double objective = micro_objective_of(out, n, cost);
             CHECK(s.cost_of(s.objective) == Approx(objective).epsilon(1e-6).margin(1e-9));
             CHECK(s.objective >= s.lower_bound);
             ++plans;
@@ -157,14 +158,14 @@ TEST_CASE("token plan: held batches keep the contract on every shape and distrib
                      what.find("above max_tokens") != std::string::npos));
         }
     }
-    CHECK(plans > 900);
+    CHECK(plans > bcl_test::random_cases(900));
 }
 
 TEST_CASE("token plan: the plan is a function of its input alone", "[token_plan]") {
     const std::vector<std::uint64_t> tokens = tokens_of(500, 1, 4096);
     const bcl::token_budget b{.ranks = 4, .max_tokens = 4096};
-    slots a(500);
-    slots c(500);
+    micro_slots a(500);
+    micro_slots c(500);
     bcl::token_planner first;
     bcl::token_planner second;
     const auto s1 = first.plan_held(tokens, {}, {}, b, 2, {}, a);
@@ -174,7 +175,7 @@ TEST_CASE("token plan: the plan is a function of its input alone", "[token_plan]
     REQUIRE(s1.digest == s2.digest);
     REQUIRE(s1.digest == bcl::token_plan_digest(a));
     // A plan that differs in one slot has another digest; digests chain.
-    slots d = a;
+    micro_slots d = a;
     d[17].micro ^= 1U;
     CHECK(bcl::token_plan_digest(d) != s1.digest);
     CHECK(bcl::token_plan_digest(a, 1) != bcl::token_plan_digest(a, 2));
@@ -191,7 +192,7 @@ TEST_CASE("token plan: the micro-batch count is the token bound, rounded up to m
     for (int k = 0; k < batches; ++k) {
         std::vector<std::uint64_t> tokens(512);
         for (auto& t : tokens) t = 1 + gen() % 2000;
-        slots out(tokens.size());
+        micro_slots out(tokens.size());
         const auto s =
             planner.plan_held(tokens, {}, {}, {.ranks = 8, .max_tokens = 16384}, 1, {}, out);
         at_bound += s.micro_steps == s.micro_steps_bound;
@@ -200,7 +201,7 @@ TEST_CASE("token plan: the micro-batch count is the token bound, rounded up to m
     CHECK(at_bound >= batches * 9 / 10);
     // m rounds the count up.
     const std::vector<std::uint64_t> tokens(48, 100);
-    slots out(48);
+    micro_slots out(48);
     bcl::token_planner p;
     CHECK(p.plan_held(tokens, {}, {}, {.ranks = 2, .max_tokens = 1000}, 1, {}, out).micro_batches ==
           3);
@@ -219,7 +220,7 @@ TEST_CASE("token plan: against exhaustive search on tiny batches", "[token_plan]
     int optimal = 0;
     int cases = 0;
     double worst = 0.0;
-    for (int trial = 0; trial < 300; ++trial) {
+    for (std::size_t trial = 0; trial < bcl_test::random_cases(300); ++trial) {
         const std::size_t r = 2;
         const std::size_t n = 4 + gen() % 4;
         const std::uint64_t t_max = 10;
@@ -256,14 +257,14 @@ TEST_CASE("token plan: against exhaustive search on tiny batches", "[token_plan]
         }
         if (best_m == 0) continue;
         ++cases;
-        slots out(n);
+        micro_slots out(n);
         const auto s =
             planner.plan_held(tokens, costs, {}, {.ranks = r, .max_tokens = t_max}, 1, {}, out);
         check_plan(tokens, {}, {.ranks = r, .max_tokens = t_max}, {}, out, s);
         REQUIRE(s.micro_batches >= best_m);
         if (s.micro_batches == best_m) {
             ++same_count;
-            const double ours = objective_of(out, n, [&](std::size_t i) { return costs[i]; });
+            const double ours = micro_objective_of(out, n, [&](std::size_t i) { return costs[i]; });
             REQUIRE(ours >= best - 1e-9);
             optimal += ours <= best + 1e-9;
             worst = std::max(worst, ours / best - 1.0);
@@ -282,7 +283,7 @@ TEST_CASE("token plan: a record above T is refused naming it, or alone in its mi
     std::vector<std::uint64_t> tokens(16, 100);
     tokens[5] = 1001;
     bcl::token_planner planner;
-    slots out(16, bcl::micro_slot{9, 9, 9});
+    micro_slots out(16, bcl::micro_slot{9, 9, 9});
     const bcl::token_budget b{.ranks = 2, .max_tokens = 1000};
     REQUIRE_THROWS_WITH(planner.plan_held(tokens, {}, {}, b, 1, {}, out),
                         Contains("record 5 has 1001 tokens, above max_tokens (1000)"));
@@ -303,7 +304,7 @@ TEST_CASE("token plan: groups stay on one rank, or in one micro-batch", "[token_
     std::vector<std::uint64_t> groups(96);
     for (std::size_t i = 0; i < 96; ++i) groups[i] = 1000 + i / 4; // 24 groups of 4
     bcl::token_planner planner;
-    slots out(96);
+    micro_slots out(96);
     const bcl::token_budget b{.ranks = 4, .max_tokens = 4096};
     for (const bool together : {false, true}) {
         bcl::token_plan_options opt;
@@ -316,7 +317,7 @@ TEST_CASE("token plan: groups stay on one rank, or in one micro-batch", "[token_
     const std::vector<std::uint64_t> one_group(8, 7);
     bcl::token_plan_options together;
     together.group_together = true;
-    slots few(8);
+    micro_slots few(8);
     REQUIRE_THROWS_WITH(
         planner.plan_held(big, {}, one_group, {.ranks = 1, .max_tokens = 1000}, 1, together, few),
         Contains("group 7 has 4800 tokens, above max_tokens (1000)"));
@@ -340,7 +341,7 @@ TEST_CASE("token plan: groups kept to a rank are planned whenever one record a m
         for (auto& t : tokens) t = 1 + gen() % b.max_tokens;
         std::vector<std::uint64_t> groups(n);
         std::iota(groups.begin(), groups.end(), std::uint64_t{0});
-        slots out(n);
+        micro_slots out(n);
         INFO("seed " << seed);
         const auto s = planner.plan_held(tokens, {}, groups, b, steps, {}, out);
         check_plan(tokens, groups, b, {}, out, s);
@@ -352,7 +353,7 @@ TEST_CASE("token plan: groups kept to a rank are planned whenever one record a m
     std::vector<std::uint64_t> groups(8);
     std::iota(groups.begin(), groups.end(), std::uint64_t{0});
     const bcl::token_budget b{.ranks = 2, .max_tokens = 64, .multiple_of = 2};
-    slots out(8);
+    micro_slots out(8);
     const auto s = planner.plan_held(tokens, {}, groups, b, 2, {}, out);
     check_plan(tokens, groups, b, {}, out, s);
     CHECK(s.micro_steps == 4);
@@ -361,7 +362,7 @@ TEST_CASE("token plan: groups kept to a rank are planned whenever one record a m
 TEST_CASE("token plan: bad input is an error naming the field, and the output is untouched",
           "[token_plan][errors]") {
     const std::vector<std::uint64_t> tokens(12, 10);
-    slots out(12, bcl::micro_slot{7, 7, 7});
+    micro_slots out(12, bcl::micro_slot{7, 7, 7});
     bcl::token_planner planner;
     const auto refused = [&](auto&& call, const std::string& words) {
         CAPTURE(words);
@@ -445,7 +446,7 @@ TEST_CASE("token plan: a stream's windows take records from its front, K steps o
     bcl::token_planner planner;
     std::size_t first = 0;
     std::size_t windows = 0;
-    slots out(stream.size());
+    micro_slots out(stream.size());
     while (first < stream.size()) {
         const std::span<const std::uint64_t> rest =
             std::span<const std::uint64_t>(stream).subspan(first);

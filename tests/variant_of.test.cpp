@@ -13,12 +13,12 @@
 
 namespace {
 
-int built = 0; // components constructed so far
+int components_built = 0; // components constructed so far
 
 template <int N>
 struct component {
     static constexpr int number = N;
-    explicit component(const std::string& /*settings*/) { ++built; }
+    explicit component(const std::string& /*settings*/) { ++components_built; }
     static int validate(const std::string& settings) {
         return static_cast<int>(settings.size()) + N;
     }
@@ -30,7 +30,7 @@ using components = std::variant<component<0>, component<1>, component<2>>;
 
 TEST_CASE("visit_alternative_type hands over the type at an index and builds nothing",
           "[variant-of]") {
-    built = 0;
+    components_built = 0;
     for (std::size_t index = 0; index < 3; ++index) {
         int seen = -1;
         const bool known = bcl::detail::visit_alternative_type<components>(
@@ -42,16 +42,16 @@ TEST_CASE("visit_alternative_type hands over the type at an index and builds not
     CHECK_FALSE(bcl::detail::visit_alternative_type<components>(3, [&](auto) { ++calls; }));
     CHECK_FALSE(bcl::detail::visit_alternative_type<components>(255, [&](auto) { ++calls; }));
     CHECK(calls == 0);
-    CHECK(built == 0);
+    CHECK(components_built == 0);
 }
 
 TEST_CASE("variant_of builds the alternative at an index, and nothing past the last",
           "[variant-of]") {
-    built = 0;
+    components_built = 0;
     const std::optional<components> second = bcl::detail::variant_of<components>(1, std::string{});
     REQUIRE(second);
     CHECK(second->index() == 1);
-    CHECK(built == 1);
+    CHECK(components_built == 1);
     CHECK_FALSE(bcl::detail::variant_of<components>(3, std::string{}));
-    CHECK(built == 1);
+    CHECK(components_built == 1);
 }

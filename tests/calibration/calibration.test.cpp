@@ -34,15 +34,15 @@ namespace {
 using Catch::Matchers::Contains;
 
 /// A record is a length; its true time is a + b L + c L^2.
-struct model {
+struct time_model {
     double a = 0.0;
     double b = 0.0;
     double c = 0.0;
     [[nodiscard]] double operator()(double length) const { return a + length * (b + c * length); }
 };
 
-using estimator = decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0));
-using calibrating_balancer = bcl::balancer<double, estimator>;
+using calibrated_estimator = decltype(bcl::calibrated_affine_quadratic(0.0, 1.0, 0.0));
+using calibrating_balancer = bcl::balancer<double, calibrated_estimator>;
 
 std::vector<double> lognormal_lengths(std::size_t n, std::uint64_t seed) {
     std::mt19937_64 gen(seed);
@@ -62,8 +62,8 @@ struct calibrated_run {
 /// true time (times exp(noise * N(0,1)), and `spike` times every `spike_every`-th) right after
 /// it is emitted.
 struct run_settings {
-    model prior{0.0, 1.0, 0.0};
-    model truth{};
+    time_model prior{0.0, 1.0, 0.0};
+    time_model truth{};
     double noise = 0.0;
     std::size_t spike_every = 0;
     double spike = 1.0;
@@ -113,7 +113,7 @@ TEST_CASE("A calibrated cost prices a record as its coefficients times its featu
     CHECK_THROWS_WITH(bcl::calibrated_affine_quadratic(0.0, 0.0, 0.0), Contains("every prior"));
     CHECK_THROWS_WITH(bcl::calibrated_affine_quadratic(0.0, -1.0, 1.0), Contains("coefficient 1"));
     CHECK_THROWS_AS(bcl::calibrated_affine_quadratic(std::nan(""), 1.0, 0.0), bcl::error);
-    STATIC_REQUIRE(bcl::calibratable_estimator<estimator, double>);
+    STATIC_REQUIRE(bcl::calibratable_estimator<calibrated_estimator, double>);
     STATIC_REQUIRE_FALSE(bcl::calibratable_estimator<cost_of, rec>);
 }
 
@@ -152,8 +152,9 @@ TEST_CASE("The non-negative minimum satisfies the optimality conditions on rando
 TEST_CASE("Exact times of a known model: the fit recovers the model, whatever the prior",
           "[calibration]") {
     const std::vector<double> lengths = lognormal_lengths(40000, 1);
-    const model truth{3.0, 1e-3, 2e-6};
-    for (const model prior : {model{0.0, 1.0, 0.0}, model{0.0, 1.0, 1.0 / 24576}, model{1, 0, 0}}) {
+    const time_model truth{3.0, 1e-3, 2e-6};
+    for (const time_model prior :
+         {time_model{0.0, 1.0, 0.0}, time_model{0.0, 1.0, 1.0 / 24576}, time_model{1, 0, 0}}) {
         run_settings s;
         s.prior = prior;
         s.truth = truth;
@@ -310,7 +311,7 @@ TEST_CASE("Bad times are a bcl::error that changes nothing", "[calibration]") {
 TEST_CASE("A calibrating balancer resumes exactly mid-fit, with times still to come",
           "[calibration]") {
     const std::vector<double> lengths = lognormal_lengths(3000, 9);
-    const model truth{1.0, 1e-3, 3e-6};
+    const time_model truth{1.0, 1e-3, 3e-6};
     for (const auto policy : {bcl::lookahead_policy::tumbling, bcl::lookahead_policy::sliding})
         for (const std::size_t save_after : {0UL, 5UL, 130UL, 1000UL, 2999UL}) {
             INFO("policy " << static_cast<int>(policy) << ", saved after " << save_after);
@@ -385,7 +386,7 @@ TEST_CASE("Calibration from a wrong prior balances the true cost as well as the 
     std::lognormal_distribution<double> length(6.0, 0.7);
     std::vector<double> lengths(60000);
     for (double& x : lengths) x = std::round(length(gen)) + 1.0;
-    const model truth{0.0, 1.0, 1e-2};
+    const time_model truth{0.0, 1.0, 1e-2};
     auto spread = [&](const std::vector<std::vector<double>>& batches) {
         double sum = 0.0;
         double square = 0.0;
@@ -513,7 +514,7 @@ update copy_update_keep_if_finite(fit3::numbers& n, const bcl::calibration_optio
 }
 
 /// The first number in which two fits differ in any bit, or "" when they are the same.
-std::string first_difference(const fit3::numbers& a, const fit3::numbers& b) {
+std::string first_fit_difference(const fit3::numbers& a, const fit3::numbers& b) {
     const auto same = [](double u, double v) {
         return std::bit_cast<std::uint64_t>(u) == std::bit_cast<std::uint64_t>(v);
     };
@@ -559,7 +560,7 @@ TEST_CASE("A time updates the fit bit for bit as copying, updating and keeping t
     const std::vector<double> thresholds = {0.5, 3.0};
     const std::vector<vec3> priors = {
         {0.0, 1.0, 0.0}, {1e-3, 2e-6, 1e-9}, {1e-300, 1e-300, 1e100}, {5e-324, 0.0, 0.0}};
-    const model truth{1e-3, 2e-6, 1e-9};
+    const time_model truth{1e-3, 2e-6, 1e-9};
 
     // Each sequence starts from a fresh fit, so tiny times meet a fit that has none yet (weight
     // 1 / time^2 overflows) as well as one that has.
@@ -593,7 +594,7 @@ TEST_CASE("A time updates the fit bit for bit as copying, updating and keeping t
             const bool had_fit = reference.has_fit;
             const update what = copy_update_keep_if_finite(reference, opt, x, y);
             fit.add(x, y);
-            REQUIRE(first_difference(fit.save(), reference) == "");
+            REQUIRE(first_fit_difference(fit.save(), reference) == "");
             if (what == update::refused) {
                 if (y <= 1e-300)
                     ++refused_tiny;
@@ -615,7 +616,7 @@ TEST_CASE("A time updates the fit bit for bit as copying, updating and keeping t
                 for (std::size_t j = 0; j < 3; ++j)
                     REQUIRE(std::bit_cast<std::uint64_t>(got[j]) ==
                             std::bit_cast<std::uint64_t>(want[j]));
-                REQUIRE(first_difference(fit.save(), reference) == "");
+                REQUIRE(first_fit_difference(fit.save(), reference) == "");
             }
         }
     }
@@ -639,7 +640,7 @@ TEST_CASE("Times that fall as the work grows fit to a constant, which is not app
     // non-negative fit can only be a constant, which tells no records apart.
     const std::vector<double> lengths = lognormal_lengths(20000, 3);
     run_settings hostile;
-    hostile.truth = model{0.0, 1.0, 1.0 / 2048};
+    hostile.truth = time_model{0.0, 1.0, 1.0 / 2048};
     hostile.inverted = true;
     const calibrated_run got = run_calibrated(lengths, hostile);
     REQUIRE(got.summary.has_fit);

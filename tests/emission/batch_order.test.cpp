@@ -18,7 +18,7 @@
 namespace {
 
 using bcl::detail::batch_order;
-using ranks = std::vector<std::uint32_t>;
+using rank_list = std::vector<std::uint32_t>;
 
 batch_order make(std::uint64_t seed, bool shuffle, bool largest_first) {
     bcl::options opt{.batch_size = 1, .seed = seed, .largest_first = largest_first};
@@ -28,15 +28,15 @@ batch_order make(std::uint64_t seed, bool shuffle, bool largest_first) {
 
 /// The places of the packs of a round; `size` is both each pack's cost and its size for
 /// largest_first (all equal when not given).
-ranks order(batch_order& e, std::size_t packs, bool has_short, std::uint64_t round,
-            std::span<const double> size = {}) {
+rank_list order(batch_order& e, std::size_t packs, bool has_short, std::uint64_t round,
+                std::span<const double> size = {}) {
     std::vector<double> flat(packs, 1.0);
     if (size.empty()) size = flat;
     e.order(packs, has_short, round, size, size);
     return {e.rank().begin(), e.rank().end()};
 }
 
-bool is_permutation_of_packs(const ranks& r) {
+bool is_permutation_of_packs(const rank_list& r) {
     std::vector<int> seen(r.size(), 0);
     for (const std::uint32_t place : r) {
         if (place >= r.size() || seen[place]++ != 0) return false;
@@ -44,8 +44,8 @@ bool is_permutation_of_packs(const ranks& r) {
     return true;
 }
 
-ranks identity(std::size_t packs) {
-    ranks r(packs);
+rank_list identity_ranks(std::size_t packs) {
+    rank_list r(packs);
     for (std::size_t p = 0; p < packs; ++p) r[p] = static_cast<std::uint32_t>(p);
     return r;
 }
@@ -62,7 +62,7 @@ TEST_CASE("rank() is a permutation of the packs, with the short pack last", "[em
                 std::vector<double> size(packs);
                 for (std::size_t p = 0; p < packs; ++p)
                     size[p] = static_cast<double>((p * 7 + round) % 11);
-                const ranks r = order(e, packs, has_short, round, size);
+                const rank_list r = order(e, packs, has_short, round, size);
                 INFO("round " << round << ", " << packs << " packs, shuffle " << shuffle
                               << ", largest_first " << largest_first);
                 REQUIRE(r.size() == packs);
@@ -79,13 +79,13 @@ TEST_CASE("Costliest first, the full packs leave by descending cost, ties in pac
     // Equal costs: pack order.
     for (std::uint64_t round = 0; round < 4; ++round)
         for (const bool has_short : {false, true})
-            CHECK(order(e, 6, has_short, round) == identity(6));
+            CHECK(order(e, 6, has_short, round) == identity_ranks(6));
     // Costs 3, 9, 4, 9, 1 and a short pack of 50: places 3, 0, 2, 1, 4 and 5 (pack 1 before pack
     // 3, their tie broken by id; the short pack last although it is the costliest).
     const std::vector<double> cost{3, 9, 4, 9, 1, 50};
-    CHECK(order(e, 6, true, 5, cost) == ranks{3, 0, 2, 1, 4, 5});
+    CHECK(order(e, 6, true, 5, cost) == rank_list{3, 0, 2, 1, 4, 5});
     // Without a short pack, 50 leaves first.
-    CHECK(order(e, 6, false, 6, cost) == ranks{4, 1, 3, 2, 5, 0});
+    CHECK(order(e, 6, false, 6, cost) == rank_list{4, 1, 3, 2, 5, 0});
     CHECK(e.random_state() == 7); // nothing was drawn
 }
 
@@ -97,10 +97,10 @@ TEST_CASE("Shuffled orders are a function of the seed, and differ between seeds"
     std::size_t differing = 0;
     bool any_not_identity = false;
     for (std::uint64_t round = 0; round < 20; ++round) {
-        const ranks ra = order(a, 8, false, round);
+        const rank_list ra = order(a, 8, false, round);
         CHECK(order(b, 8, false, round) == ra);
         differing += order(c, 8, false, round) != ra ? 1 : 0;
-        any_not_identity = any_not_identity || ra != identity(8);
+        any_not_identity = any_not_identity || ra != identity_ranks(8);
     }
     // Two independent orders of 8 packs agree with chance 1/40320 a round.
     CHECK(differing >= 19);
@@ -113,7 +113,7 @@ TEST_CASE("Shuffled, every full pack is about equally likely at every place", "[
     batch_order e = make(99, true, false);
     std::vector<std::vector<int>> count(4, std::vector<int>(4, 0));
     for (std::uint64_t round = 0; round < 8000; ++round) {
-        const ranks r = order(e, 5, true, round);
+        const rank_list r = order(e, 5, true, round);
         REQUIRE(r[4] == 4);
         for (std::size_t p = 0; p < 4; ++p) ++count[p][r[p]];
     }
@@ -134,15 +134,15 @@ TEST_CASE("largest_first puts the largest full pack first in the first round onl
         batch_order with = make(5, shuffle, true);
         batch_order without = make(5, shuffle, false);
         for (std::uint64_t round = 0; round < 6; ++round) {
-            const ranks r = order(with, 5, true, round, size);
-            const ranks plain = order(without, 5, true, round, size);
+            const rank_list r = order(with, 5, true, round, size);
+            const rank_list plain = order(without, 5, true, round, size);
             INFO("round " << round);
             REQUIRE(is_permutation_of_packs(r));
             CHECK(r[4] == 4);
             if (round == 0 && shuffle) {
                 // Pack 1 (size 9) first; it trades places with the pack that was first.
                 CHECK(r[1] == 0);
-                ranks swapped = plain;
+                rank_list swapped = plain;
                 for (std::size_t p = 0; p < 5; ++p)
                     if (plain[p] == 0) swapped[p] = plain[1];
                 swapped[1] = 0;
@@ -168,16 +168,16 @@ TEST_CASE("Costliest first with largest_first: the largest pack by memory leaves
     e.order(4, false, 0, cost, memory);
     // By cost the packs leave as 1, 3, 0, 2 (8, 7, 5, 2); pack 2 (memory 9) moves to the front:
     // 2, 1, 3, 0, so the places of packs 0..3 are 3, 1, 0, 2.
-    CHECK(ranks(e.rank().begin(), e.rank().end()) == ranks{3, 1, 0, 2});
+    CHECK(rank_list(e.rank().begin(), e.rank().end()) == rank_list{3, 1, 0, 2});
     // In a later round, by cost alone: places 2, 0, 3, 1.
     e.order(4, false, 1, cost, memory);
-    CHECK(ranks(e.rank().begin(), e.rank().end()) == ranks{2, 0, 3, 1});
+    CHECK(rank_list(e.rank().begin(), e.rank().end()) == rank_list{2, 0, 3, 1});
 }
 
 TEST_CASE("largest_first in a first round without full packs changes nothing", "[emission-order]") {
     batch_order e = make(3, true, true);
     const std::vector<double> size{5};
-    CHECK(order(e, 1, true, 0, size) == ranks{0});
+    CHECK(order(e, 1, true, 0, size) == rank_list{0});
 }
 
 TEST_CASE("A restored random state continues the same sequence of orders", "[emission-order]") {

@@ -27,7 +27,7 @@ struct round_spec {
     std::vector<std::uint32_t> ranks;
 };
 
-void run(bcl::detail::delay_tally& tally, const round_spec& r, bcl::statistics& stats) {
+void run_round(bcl::detail::delay_tally& tally, const round_spec& r, bcl::statistics& stats) {
     auto counter = tally.start(r.first_batch, r.packs, r.arrivals.front(), r.b, stats);
     for (std::size_t i = 0; i < r.arrivals.size(); ++i) counter.count(i, r.arrivals[i], r.ranks[i]);
     tally.finish(stats);
@@ -75,7 +75,7 @@ TEST_CASE("A round's delays, worked by hand", "[delay-tally]") {
     // batches 0, 0, 1, 1; they leave in batches 3, 2, 2, 3: delays 3, 2, 1, 2.
     bcl::detail::delay_tally tally;
     bcl::statistics stats;
-    run(tally, {2, 2, 2, {0, 1, 2, 3}, {1, 0, 0, 1}}, stats);
+    run_round(tally, {2, 2, 2, {0, 1, 2, 3}, {1, 0, 0, 1}}, stats);
     CHECK(stats.delay_batches.count() == 4);
     CHECK(stats.delay_batches.mean() == 2.0);
     CHECK(stats.delay_batches.variance() == 0.5); // (1 + 0 + 1 + 0) / 4
@@ -91,7 +91,7 @@ TEST_CASE("A record that leaves before the batch it would have been in has delay
     // (batch 0) in batch 1: delays 1, 1, 0, 0.
     bcl::detail::delay_tally tally;
     bcl::statistics stats;
-    run(tally, {0, 2, 2, {0, 1, 2, 3}, {1, 1, 0, 0}}, stats);
+    run_round(tally, {0, 2, 2, {0, 1, 2, 3}, {1, 1, 0, 0}}, stats);
     CHECK(stats.delay_batches.count() == 4);
     CHECK(stats.delay_batches.mean() == 0.5);
     CHECK(stats.delay_batches.min() == 0.0);
@@ -105,17 +105,17 @@ TEST_CASE("The histogram ends at the largest delay seen, not at the largest poss
     // is that of arrival 19 (batch 9), leaving in batch 10.
     bcl::detail::delay_tally tally;
     bcl::statistics stats;
-    run(tally, {8, 3, 2, {0, 18, 19}, {0, 2, 2}}, stats);
+    run_round(tally, {8, 3, 2, {0, 18, 19}, {0, 2, 2}}, stats);
     // Delays: 8 - 0 = 8, 10 - 9 = 1, 10 - 9 = 1.
     CHECK(stats.max_delay_batches == 8);
     CHECK(stats.delay_histogram.size() == 9);
     bcl::statistics quick;
-    run(tally, {8, 3, 2, {0, 18, 19}, {2, 0, 0}}, quick);
+    run_round(tally, {8, 3, 2, {0, 18, 19}, {2, 0, 0}}, quick);
     // Delays: 10, 0 (batch 9 leaves in 8), 0.
     CHECK(quick.max_delay_batches == 10);
     CHECK(quick.delay_histogram == std::vector<std::uint64_t>{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
     bcl::statistics small;
-    run(tally, {3, 3, 2, {4, 5, 6}, {0, 0, 1}}, small);
+    run_round(tally, {3, 3, 2, {4, 5, 6}, {0, 0, 1}}, small);
     CHECK(small.delay_histogram == std::vector<std::uint64_t>{0, 3}); // delays 1, 1, 1
 }
 
@@ -159,7 +159,7 @@ TEST_CASE("Delays of random rounds, with arrival gaps of many batches, equal the
             r.first_batch = next_batch;
             next_batch += r.packs;
             INFO("stream " << stream << ", B " << b << ", round " << round);
-            run(tally, r, stats);
+            run_round(tally, r, stats);
             expected.add(r);
             expected.check(stats);
         }

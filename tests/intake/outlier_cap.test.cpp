@@ -23,7 +23,7 @@ namespace {
 using bcl::detail::outlier_cap;
 using bcl::detail::quantile_sketch;
 
-bcl::cap_options quantile_cap(double q, std::size_t warmup) {
+bcl::cap_options quantile_cap_with_warmup(double q, std::size_t warmup) {
     return {.kind = bcl::cap_kind::quantile, .quantile = q, .warmup = warmup};
 }
 
@@ -82,7 +82,7 @@ TEST_CASE("A quantile cap is +infinity during warm-up, then the quantile read at
     for (const std::size_t warmup : {std::size_t{1}, std::size_t{10}, std::size_t{100}}) {
         for (const double q : {0.5, 0.9}) {
             INFO("warmup " << warmup << ", quantile " << q);
-            outlier_cap cap(quantile_cap(q, warmup));
+            outlier_cap cap(quantile_cap_with_warmup(q, warmup));
             expected_cap expected{q, warmup, {}};
             std::size_t reads_seen = 0;
             double previous = HUGE_VAL;
@@ -106,10 +106,10 @@ TEST_CASE("A quantile cap is +infinity during warm-up, then the quantile read at
 
 TEST_CASE("A quantile cap's prior is the cap during the warm-up; the quantile takes over after it",
           "[outlier-cap]") {
-    bcl::cap_options with_prior = quantile_cap(0.9, 20);
+    bcl::cap_options with_prior = quantile_cap_with_warmup(0.9, 20);
     with_prior.prior = 7.25;
     outlier_cap cap(with_prior);
-    outlier_cap without(quantile_cap(0.9, 20));
+    outlier_cap without(quantile_cap_with_warmup(0.9, 20));
     for (std::size_t i = 0; i < 20; ++i) {
         INFO("record " << i);
         REQUIRE(cap.current() == 7.25);
@@ -126,7 +126,7 @@ TEST_CASE("A quantile cap read at the end of warm-up is the quantile of the warm
           "to within the sketch's 1%",
           "[outlier-cap]") {
     // Independent of the sketch: the nearest-rank median of 1..101 is 51.
-    outlier_cap cap(quantile_cap(0.5, 101));
+    outlier_cap cap(quantile_cap_with_warmup(0.5, 101));
     for (std::size_t i = 1; i <= 101; ++i) {
         CHECK(cap.current() == HUGE_VAL);
         cap.add(static_cast<double>(i), cap.current());
@@ -162,7 +162,7 @@ TEST_CASE("A quantile cap's default warm-up is ceil(10 / (1 - quantile)) records
     for (const auto& [q, warmup] :
          {std::pair{0.9, 100}, std::pair{0.75, 40}, std::pair{0.99, 1000}}) {
         INFO("quantile " << q);
-        outlier_cap cap(quantile_cap(q, 0));
+        outlier_cap cap(quantile_cap_with_warmup(q, 0));
         for (int i = 0; i < warmup; ++i) {
             REQUIRE(cap.current() == HUGE_VAL);
             cap.add(3.0, cap.current());
@@ -172,7 +172,7 @@ TEST_CASE("A quantile cap's default warm-up is ceil(10 / (1 - quantile)) records
 }
 
 TEST_CASE("Reading a quantile cap changes nothing: only add() moves it", "[outlier-cap]") {
-    outlier_cap cap(quantile_cap(0.5, 20));
+    outlier_cap cap(quantile_cap_with_warmup(0.5, 20));
     // Reading during the warm-up, however often, does not end it.
     for (int i = 0; i < 100; ++i) CHECK(cap.current() == HUGE_VAL);
     std::uint64_t added = 0;
@@ -196,7 +196,7 @@ TEST_CASE("Reading a quantile cap changes nothing: only add() moves it", "[outli
 
 TEST_CASE("A quantile cap restored from another's sketch and last reading continues exactly as it",
           "[outlier-cap]") {
-    const bcl::cap_options options = quantile_cap(0.8, 30);
+    const bcl::cap_options options = quantile_cap_with_warmup(0.8, 30);
     std::mt19937_64 gen(7);
     std::lognormal_distribution<double> draw(2.0, 1.0);
     std::vector<double> values(30 + 8 * 64);

@@ -20,14 +20,14 @@ namespace {
 
 /// A move-only record, so the buffer is seen to move records and never copy them.
 using record = std::unique_ptr<int>;
-using buffer = bcl::detail::record_buffer<record, true>;
+using move_only_buffer = bcl::detail::record_buffer<record, true>;
 
 // Record i of a test: id i, cost 10 + i, memory 100 + i, arrival 3 * i + 5 (gaps, as a sliding
 // buffer's arrivals have after a round).
-double cost_of(std::size_t i) {
+double cost_of_record(std::size_t i) {
     return 10.0 + static_cast<double>(i);
 }
-double memory_of(std::size_t i) {
+double memory_of_record(std::size_t i) {
     return 100.0 + static_cast<double>(i);
 }
 std::uint64_t arrival_of(std::size_t i) {
@@ -39,7 +39,7 @@ void fill(Buffer& b, std::size_t n) {
     b.reserve(n);
     for (std::size_t i = 0; i < n; ++i)
         b.push(std::make_unique<int>(static_cast<int>(i)),
-               {cost_of(i), memory_of(i), 0.0, 0.0, false}, arrival_of(i));
+               {cost_of_record(i), memory_of_record(i), 0.0, 0.0, false}, arrival_of(i));
 }
 
 /// The ids of the held records, and that each slot's cost, memory and arrival are its record's.
@@ -51,9 +51,9 @@ std::vector<int> ids_checked(const Buffer& b, bool tracks_memory = true) {
     REQUIRE(b.memory().size() == (tracks_memory ? b.size() : 0));
     for (std::size_t slot = 0; slot < b.size(); ++slot) {
         const auto id = static_cast<std::size_t>(*b.records()[slot]);
-        REQUIRE(b.costs()[slot] == cost_of(id));
+        REQUIRE(b.costs()[slot] == cost_of_record(id));
         REQUIRE(b.arrivals()[slot] == arrival_of(id));
-        if (tracks_memory) REQUIRE(b.memory()[slot] == memory_of(id));
+        if (tracks_memory) REQUIRE(b.memory()[slot] == memory_of_record(id));
         ids.push_back(static_cast<int>(id));
     }
     return ids;
@@ -70,7 +70,7 @@ std::vector<int> up_to(int n) {
 TEST_CASE("push appends a record with its cost, memory and arrival; drop_newest drops the most "
           "recent; clear empties",
           "[record-buffer]") {
-    buffer b;
+    move_only_buffer b;
     CHECK(b.empty());
     fill(b, 9);
     CHECK(b.size() == 9);
@@ -121,7 +121,7 @@ TEST_CASE("gather lists the chosen slots in slot order with their costs and memo
         }
         INFO("trial " << trial << ", " << n << " records");
 
-        buffer b;
+        move_only_buffer b;
         fill(b, n);
         std::span<std::uint8_t> chosen = b.chosen();
         REQUIRE(chosen.size() == n);
@@ -139,8 +139,8 @@ TEST_CASE("gather lists the chosen slots in slot order with their costs and memo
         for (std::size_t i = 0; i < n; ++i) {
             if (pick[i]) {
                 slots.push_back(static_cast<std::uint32_t>(i));
-                costs.push_back(cost_of(i));
-                memory.push_back(memory_of(i));
+                costs.push_back(cost_of_record(i));
+                memory.push_back(memory_of_record(i));
             } else {
                 kept.push_back(static_cast<int>(i));
             }
@@ -167,14 +167,15 @@ TEST_CASE("Rounds of gather and compact leave every record once, in arrival orde
     // A buffer refilled after each round, as the sliding policy does: what is left is always the
     // records pushed and not yet taken, oldest first.
     std::mt19937_64 gen(5);
-    buffer b;
+    move_only_buffer b;
     b.reserve(16);
     std::vector<int> expected;
     std::size_t pushed = 0;
     for (int round = 0; round < 50; ++round) {
         while (b.size() < 16) {
             b.push(std::make_unique<int>(static_cast<int>(pushed)),
-                   {cost_of(pushed), memory_of(pushed), 0.0, 0.0, false}, arrival_of(pushed));
+                   {cost_of_record(pushed), memory_of_record(pushed), 0.0, 0.0, false},
+                   arrival_of(pushed));
             expected.push_back(static_cast<int>(pushed));
             ++pushed;
         }
@@ -196,7 +197,7 @@ TEST_CASE("Rounds of gather and compact leave every record once, in arrival orde
 
 TEST_CASE("assign replaces the contents with the given records, costs, memory and arrivals",
           "[record-buffer]") {
-    buffer b;
+    move_only_buffer b;
     fill(b, 4);
     std::vector<record> saved;
     std::vector<double> costs;
@@ -204,8 +205,8 @@ TEST_CASE("assign replaces the contents with the given records, costs, memory an
     std::vector<std::uint64_t> arrivals;
     for (const std::size_t id : {7U, 9U, 12U}) {
         saved.push_back(std::make_unique<int>(static_cast<int>(id)));
-        costs.push_back(cost_of(id));
-        memory.push_back(memory_of(id));
+        costs.push_back(cost_of_record(id));
+        memory.push_back(memory_of_record(id));
         arrivals.push_back(arrival_of(id));
     }
     // A state's pending records hold the waiting batches first: the buffer's come after them.

@@ -26,14 +26,14 @@ using namespace bcl_test;
 
 namespace {
 
-struct outcome {
+struct lpt_swap_outcome {
     std::vector<std::uint32_t> pack_of;
     bcl::partition_summary summary;
 };
 
-outcome partition(bcl::lpt_swap_partitioner& p, const cost_list& costs, std::size_t packs,
-                  std::size_t pack_size) {
-    outcome o;
+lpt_swap_outcome partition(bcl::lpt_swap_partitioner& p, const cost_list& costs, std::size_t packs,
+                           std::size_t pack_size) {
+    lpt_swap_outcome o;
     o.pack_of.assign(costs.size(), 0xdeadbeef); // not a valid pack: every slot must be written
     o.summary = p(costs, bcl::pack_shape{packs, pack_size}, o.pack_of);
     return o;
@@ -50,11 +50,11 @@ std::vector<double> pack_loads(const cost_list& costs, const std::vector<std::ui
 
 /// a <= b up to a relative 1e-9: sums of the same numbers in different orders may differ in the
 /// last bits.
-bool at_most(double a, double b) {
+bool nearly_at_most(double a, double b) {
     return a <= b + 1e-9 * std::abs(b);
 }
-bool about_equal(double a, double b) {
-    return at_most(a, b) && at_most(b, a);
+bool nearly_equal(double a, double b) {
+    return nearly_at_most(a, b) && nearly_at_most(b, a);
 }
 
 /// Window sizes for K packs of B: full, one short, and the shortest possible (one item in the
@@ -96,7 +96,7 @@ struct solved_window {
 
 /// Every shape with K, B in {2, 3, 4} and K*B <= 12; full windows and the two kinds of short one;
 /// 40 windows per distribution (440 per shape and size). Solved once, shared by the tests below.
-const std::vector<solved_window>& small_windows() {
+const std::vector<solved_window>& solved_small_windows() {
     static const std::vector<solved_window> solved = [] {
         std::vector<solved_window> all;
         bcl::lpt_swap_partitioner heuristic;
@@ -114,7 +114,7 @@ const std::vector<solved_window>& small_windows() {
                             const cost_list costs = dist.generate(n, seed);
                             const auto caps = window_capacities(n, k, b);
                             const bcl::pack_shape shape{k, b};
-                            const outcome o = partition(heuristic, costs, k, b);
+                            const lpt_swap_outcome o = partition(heuristic, costs, k, b);
                             const auto loads = pack_loads(costs, o.pack_of, k);
                             all.push_back({fmt::format("K={} B={} n={} costs={} seed={}", k, b, n,
                                                        dist.name, seed),
@@ -139,7 +139,7 @@ TEST_CASE("Every pack receives exactly its capacity: B items, and the remainder 
           "[partitioner]") {
     bcl::lpt_swap_partitioner p;
     for_each_fill_case(0, [&p](std::size_t k, std::size_t b, const cost_list& costs) {
-        const outcome o = partition(p, costs, k, b);
+        const lpt_swap_outcome o = partition(p, costs, k, b);
         CHECK(check_fill(o.pack_of, window_capacities(costs.size(), k, b)) == "");
     });
 }
@@ -159,13 +159,13 @@ TEST_CASE("summary.heaviest is the heaviest pack recomputed from pack_of, and su
           "[partitioner]") {
     bcl::lpt_swap_partitioner p;
     for_each_fill_case(100, [&p](std::size_t k, std::size_t b, const cost_list& costs) {
-        const outcome o = partition(p, costs, k, b);
+        const lpt_swap_outcome o = partition(p, costs, k, b);
         const auto loads = pack_loads(costs, o.pack_of, k);
         const double heaviest = *std::max_element(loads.begin(), loads.end());
-        CHECK(about_equal(o.summary.heaviest, heaviest));
-        CHECK(at_most(o.summary.lower_bound, o.summary.heaviest));
+        CHECK(nearly_equal(o.summary.heaviest, heaviest));
+        CHECK(nearly_at_most(o.summary.lower_bound, o.summary.heaviest));
         // The reported bound is the public pack_lower_bound of the window.
-        CHECK(about_equal(o.summary.lower_bound, bcl::detail::pack_lower_bound(costs, {k, b})));
+        CHECK(nearly_equal(o.summary.lower_bound, bcl::detail::pack_lower_bound(costs, {k, b})));
     });
 }
 
@@ -203,8 +203,8 @@ TEST_CASE("The exhaustive solver agrees with plain enumeration and with hand-sol
                             const auto caps = window_capacities(n, k, b);
                             INFO(fmt::format("K={} B={} n={} {}", k, b, n, dist.name));
                             // Same optimum; the sums may differ in the last bits (order).
-                            CHECK(about_equal(brute_force_min_heaviest(costs, caps),
-                                              plain_enumeration_min_heaviest(costs, caps)));
+                            CHECK(nearly_equal(brute_force_min_heaviest(costs, caps),
+                                               plain_enumeration_min_heaviest(costs, caps)));
                         }
     }
 }
@@ -213,19 +213,19 @@ TEST_CASE("On every window small enough to enumerate: lower bound <= optimum <= 
           "[partitioner][brute-force]") {
     std::size_t bound_violations = 0;
     std::size_t heuristic_violations = 0;
-    for (const solved_window& w : small_windows()) {
-        if (!at_most(w.lower_bound, w.optimum)) {
+    for (const solved_window& w : solved_small_windows()) {
+        if (!nearly_at_most(w.lower_bound, w.optimum)) {
             ++bound_violations;
             UNSCOPED_INFO("lower bound " << w.lower_bound << " > optimum " << w.optimum << ": "
                                          << w.what);
         }
-        if (!at_most(w.optimum, w.heuristic)) {
+        if (!nearly_at_most(w.optimum, w.heuristic)) {
             ++heuristic_violations;
             UNSCOPED_INFO("heuristic " << w.heuristic << " < optimum " << w.optimum << ": "
                                        << w.what);
         }
     }
-    INFO(small_windows().size() << " windows");
+    INFO(solved_small_windows().size() << " windows");
     CHECK(bound_violations == 0);
     CHECK(heuristic_violations == 0);
 }
@@ -236,8 +236,8 @@ TEST_CASE("The partitioner finds the optimal partition of the vast majority of s
     std::size_t full_optimal = 0;
     std::size_t short_windows = 0;
     std::size_t short_optimal = 0;
-    for (const solved_window& w : small_windows()) {
-        const std::size_t optimal = at_most(w.heuristic, w.optimum) ? 1 : 0;
+    for (const solved_window& w : solved_small_windows()) {
+        const std::size_t optimal = nearly_at_most(w.heuristic, w.optimum) ? 1 : 0;
         (w.full ? full : short_windows) += 1;
         (w.full ? full_optimal : short_optimal) += optimal;
     }
@@ -276,8 +276,8 @@ TEST_CASE("When the partitioner stops above the lower bound, no single swap betw
                         INFO(fmt::format("K={} B={} n={} costs={} seed={}", k, b, n, dist.name,
                                          seed));
                         const cost_list costs = dist.generate(n, seed);
-                        const outcome o = partition(p, costs, k, b);
-                        if (at_most(o.summary.heaviest, o.summary.lower_bound)) continue;
+                        const lpt_swap_outcome o = partition(p, costs, k, b);
+                        if (nearly_at_most(o.summary.heaviest, o.summary.lower_bound)) continue;
                         ++stopped_above_bound;
                         std::vector<std::vector<double>> members(k);
                         for (std::size_t i = 0; i < n; ++i)
@@ -384,11 +384,11 @@ TEST_CASE("The same costs give the same assignment, whatever the partitioner did
             const cost_list costs = dist.generate(n, case_seed(++counter));
             const cost_list other = lognormal_costs(4096, case_seed(++counter));
             bcl::lpt_swap_partitioner first;
-            const outcome once = partition(first, costs, k, b);
-            const outcome again = partition(first, costs, k, b);
+            const lpt_swap_outcome once = partition(first, costs, k, b);
+            const lpt_swap_outcome again = partition(first, costs, k, b);
             bcl::lpt_swap_partitioner used;
             static_cast<void>(partition(used, other, 64, 64)); // a larger window first
-            const outcome after_other = partition(used, costs, k, b);
+            const lpt_swap_outcome after_other = partition(used, costs, k, b);
             CHECK(once.pack_of == again.pack_of);
             CHECK(once.pack_of == after_other.pack_of);
             CHECK(once.summary.heaviest == after_other.summary.heaviest);

@@ -30,7 +30,7 @@ using costs_t = std::span<const double>;
 using ids_t = std::span<std::uint32_t>;
 
 /// Satisfies every requirement: movable, non-const call operator, returns the summary itself.
-struct model {
+struct model_partitioner {
     bcl::partition_summary operator()(costs_t, bcl::pack_shape, ids_t) { return {}; }
 };
 
@@ -84,10 +84,10 @@ struct returns_void {
 
 TEST_CASE("partitioner: a type meets the concept exactly when it meets all three requirements",
           "[partition][partitioner]") {
-    STATIC_REQUIRE(bcl::partitioner<model>);
+    STATIC_REQUIRE(bcl::partitioner<model_partitioner>);
     STATIC_REQUIRE(bcl::partitioner<returns_convertible>);
-    // What it does not require: a const call operator (model's is not) or copyability.
-    STATIC_REQUIRE(!std::invocable<const model&, costs_t, bcl::pack_shape, ids_t>);
+    // What it does not require: a const call operator (model_partitioner's is not) or copyability.
+    STATIC_REQUIRE(!std::invocable<const model_partitioner&, costs_t, bcl::pack_shape, ids_t>);
 
     STATIC_REQUIRE(!bcl::partitioner<immovable>);         // 1. move-constructible
     STATIC_REQUIRE(!bcl::partitioner<wrong_output_type>); // 2. invocable with 32-bit pack_of

@@ -95,14 +95,15 @@ std::vector<named_partitioner> all_partitioners() {
             wrap<bcl::detail::exact_partitioner>("exact", 12)};
 }
 
-struct outcome {
+struct partition_outcome {
     std::vector<std::uint32_t> pack_of;
     bcl::partition_summary summary;
     std::vector<double> loads;
 };
 
-outcome run(const named_partitioner& p, const cost_list& costs, std::size_t k, std::size_t b) {
-    outcome o;
+partition_outcome run_partitioner(const named_partitioner& p, const cost_list& costs, std::size_t k,
+                                  std::size_t b) {
+    partition_outcome o;
     o.pack_of.assign(costs.size(), 0xdeadbeef); // not a valid pack: every slot must be written
     o.summary = p.call(costs, bcl::pack_shape{k, b}, o.pack_of);
     o.loads.assign(k, 0.0);
@@ -111,7 +112,7 @@ outcome run(const named_partitioner& p, const cost_list& costs, std::size_t k, s
     return o;
 }
 
-double heaviest(const outcome& o) {
+double heaviest_load(const partition_outcome& o) {
     return o.loads.empty() ? 0.0 : *std::max_element(o.loads.begin(), o.loads.end());
 }
 
@@ -151,7 +152,7 @@ const std::vector<small_window>& small_windows() {
 }
 
 /// Token-count windows like the benchmark's: lengths round(lognormal(6, 1)), cost L + L^2/24576.
-cost_list token_costs(std::size_t n, std::uint64_t seed) {
+cost_list lognormal_token_costs(std::size_t n, std::uint64_t seed) {
     cost_list costs = lognormal_costs(n, seed);
     for (double& c : costs) {
         const double length = std::max(1.0, std::round(c));
@@ -184,9 +185,9 @@ TEST_CASE("Every partitioner fills each pack to exactly its capacity, places eve
                         INFO(fmt::format("{}: K={} B={} n={} costs={} seed={}", p.name, k, b, n,
                                          dist.name, seed));
                         const cost_list costs = dist.generate(n, seed);
-                        const outcome o = run(p, costs, k, b);
+                        const partition_outcome o = run_partitioner(p, costs, k, b);
                         CHECK(check_fill(o.pack_of, window_capacities(n, k, b)) == "");
-                        CHECK(about_equal(o.summary.heaviest, heaviest(o)));
+                        CHECK(about_equal(o.summary.heaviest, heaviest_load(o)));
                         CHECK(at_most(o.summary.lower_bound, o.summary.heaviest));
                     }
                 }
@@ -203,10 +204,11 @@ TEST_CASE("Every partitioner is deterministic: the same costs give the same pack
         for (const std::size_t n : {k * b, k * b - 1}) {
             INFO(fmt::format("{}: K={} B={} n={}", p.name, k, b, n));
             const cost_list costs = rounded_lognormal_costs(n, case_seed(++counter)); // with ties
-            const outcome once = run(p, costs, k, b);
+            const partition_outcome once = run_partitioner(p, costs, k, b);
             if (p.max_items >= 256)
-                static_cast<void>(run(p, lognormal_costs(256, case_seed(++counter)), 4, 64));
-            const outcome again = run(p, costs, k, b);
+                static_cast<void>(
+                    run_partitioner(p, lognormal_costs(256, case_seed(++counter)), 4, 64));
+            const partition_outcome again = run_partitioner(p, costs, k, b);
             CHECK(once.pack_of == again.pack_of);
             CHECK(once.summary.heaviest == again.summary.heaviest);
             CHECK(once.summary.lower_bound == again.summary.lower_bound);
@@ -306,10 +308,11 @@ TEST_CASE("On every small window no partitioner beats the optimum and no bound e
             UNSCOPED_INFO("bound " << bound << " > optimum " << w.optimum << ": " << w.what);
         }
         for (const named_partitioner& p : partitioners) {
-            const outcome o = run(p, w.costs, w.k, w.b);
-            if (!at_most(w.optimum, heaviest(o)) || !at_most(o.summary.lower_bound, w.optimum)) {
+            const partition_outcome o = run_partitioner(p, w.costs, w.k, w.b);
+            if (!at_most(w.optimum, heaviest_load(o)) ||
+                !at_most(o.summary.lower_bound, w.optimum)) {
                 ++violations;
-                UNSCOPED_INFO(p.name << ": heaviest " << heaviest(o) << ", bound "
+                UNSCOPED_INFO(p.name << ": heaviest " << heaviest_load(o) << ", bound "
                                      << o.summary.lower_bound << ", optimum " << w.optimum << ": "
                                      << w.what);
             }
@@ -341,7 +344,8 @@ TEST_CASE("The default finds the optimum of nearly every small window; refinemen
         for (std::size_t i = 0; i < partitioners.size(); ++i) {
             tally& t = w.full ? full[i] : short_windows[i];
             ++t.windows;
-            t.optimal += at_most(heaviest(run(partitioners[i], w.costs, w.k, w.b)), w.optimum);
+            t.optimal += at_most(heaviest_load(run_partitioner(partitioners[i], w.costs, w.k, w.b)),
+                                 w.optimum);
         }
     for (std::size_t i = 0; i < partitioners.size(); ++i)
         UNSCOPED_INFO(fmt::format("{}: optimal on {:.2f}% of full and {:.2f}% of short windows",
@@ -488,12 +492,12 @@ TEST_CASE("When refinement stops above the bound, no single swap between the hea
                     const std::size_t n = k * b;
                     const cost_list costs = dist.generate(n, case_seed(++counter));
                     INFO(fmt::format("{}: K={} B={} costs={}", p.name, k, b, dist.name));
-                    const outcome o = run(p, costs, k, b);
+                    const partition_outcome o = run_partitioner(p, costs, k, b);
                     if (at_most(o.summary.heaviest, o.summary.lower_bound)) continue;
                     ++stopped_above_bound;
                     std::vector<std::vector<double>> members(k);
                     for (std::size_t i = 0; i < n; ++i) members[o.pack_of[i]].push_back(costs[i]);
-                    const double top = heaviest(o);
+                    const double top = heaviest_load(o);
                     bool some_heaviest_is_stuck = false;
                     for (std::size_t h = 0; h < k; ++h) {
                         if (o.loads[h] < top * (1 - 1e-12)) continue;
@@ -521,7 +525,7 @@ TEST_CASE("With refinement effort off, swap refinement is plain 1-for-1 refineme
     double plain_gap = 0.0;
     double full_gap = 0.0;
     for (std::uint64_t seed = 1; seed <= 40; ++seed) {
-        const cost_list costs = token_costs(8 * 16, seed);
+        const cost_list costs = lognormal_token_costs(8 * 16, seed);
         std::vector<std::uint32_t> pack_of(costs.size());
         const bcl::partition_summary a = plain(costs, {8, 16}, pack_of);
         const bcl::partition_summary c = full(costs, {8, 16}, pack_of);
@@ -560,7 +564,7 @@ TEST_CASE("The grouped bound: big items cannot all have the cheapest partners", 
         bcl::lpt_swap_partitioner p;
         double worst = 0.0;
         for (std::uint64_t seed = 1; seed <= 30; ++seed) {
-            const cost_list costs = token_costs(64 * 16, seed);
+            const cost_list costs = lognormal_token_costs(64 * 16, seed);
             std::vector<std::uint32_t> pack_of(costs.size());
             const bcl::partition_summary s = p(costs, {64, 16}, pack_of);
             worst = std::max(worst, s.heaviest / s.lower_bound - 1);
@@ -602,7 +606,7 @@ TEST_CASE("The default's mean gap to the lower bound is at most 1e-4 on token wi
         constexpr int windows = 100;
         for (int w = 0; w < windows; ++w) {
             const auto seed = case_seed(static_cast<std::uint64_t>(w) + 77);
-            const cost_list costs = token_costs(k * b, seed);
+            const cost_list costs = lognormal_token_costs(k * b, seed);
             std::vector<std::uint32_t> pack_of(costs.size());
             const bcl::partition_summary s = p(costs, {k, b}, pack_of);
             gap += s.heaviest / s.lower_bound - 1;
@@ -623,7 +627,8 @@ TEST_CASE("Chunk-based methods stay far from the bound on heavy tails; refinemen
     double refined_gap = 0.0;
     constexpr int windows = 20;
     for (int w = 0; w < windows; ++w) {
-        const cost_list costs = token_costs(8 * 64, case_seed(static_cast<std::uint64_t>(w) + 300));
+        const cost_list costs =
+            lognormal_token_costs(8 * 64, case_seed(static_cast<std::uint64_t>(w) + 300));
         std::vector<std::uint32_t> pack_of(costs.size());
         const auto gap = [](const bcl::partition_summary& s) {
             return s.heaviest / s.lower_bound - 1;

@@ -39,7 +39,7 @@ std::uint64_t naive_prefix(const std::vector<std::uint64_t>& v, std::size_t i) {
     return sum;
 }
 
-const auto identity = [](std::uint64_t x) { return x; };
+const auto identity_value = [](std::uint64_t x) { return x; };
 
 /// The longest prefix whose sum is at most `bound`, by walking the values one at a time.
 std::size_t naive_longest_at_most(const std::vector<std::uint64_t>& v, std::uint64_t bound) {
@@ -87,12 +87,12 @@ TEST_CASE("fenwick: longest_prefix_below finds the longest prefix whose sum is b
         for (std::uint64_t bound = 0; bound <= total + 1; ++bound) {
             INFO("n " << n << " bound " << bound);
             // Below bound + 1: at most bound.
-            const auto f = tree.longest_prefix_below(bound + 1, identity);
+            const auto f = tree.longest_prefix_below(bound + 1, identity_value);
             CHECK(f.length == naive_longest_at_most(v, bound));
             CHECK(f.sum == naive_prefix(v, f.length));
         }
         // Below 0: nothing is, so the empty prefix, of sum zero.
-        const auto none = tree.longest_prefix_below(0, identity);
+        const auto none = tree.longest_prefix_below(0, identity_value);
         CHECK(none.length == 0);
         CHECK(none.sum == 0);
     }

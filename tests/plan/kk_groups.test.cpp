@@ -25,7 +25,7 @@ struct group {
 };
 
 /// A state: k groups, heaviest first, and when it was made (ties go to the first made).
-struct state {
+struct merge_state {
     std::vector<group> groups;
     std::size_t made = 0;
     [[nodiscard]] std::uint64_t spread() const { return groups.front().sum - groups.back().sum; }
@@ -43,10 +43,10 @@ std::vector<group> naive_kk(const std::vector<std::uint64_t>& cost, std::size_t 
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
         return cost[a] < cost[b] || (cost[a] == cost[b] && a < b);
     });
-    std::vector<state> states;
+    std::vector<merge_state> states;
     std::size_t made = 0;
     for (std::size_t first = 0; first < order.size(); first += k) {
-        state s;
+        merge_state s;
         for (std::size_t g = 0; g < k; ++g) {
             const std::uint32_t r = order[first + k - 1 - g];
             s.groups.push_back({cost[r], {r}});
@@ -60,13 +60,13 @@ std::vector<group> naive_kk(const std::vector<std::uint64_t>& cost, std::size_t 
             if (states[i].spread() > states[best].spread() ||
                 (states[i].spread() == states[best].spread() && states[i].made < states[best].made))
                 best = i;
-        state s = states[best];
+        merge_state s = states[best];
         states.erase(states.begin() + static_cast<std::ptrdiff_t>(best));
         return s;
     };
     while (states.size() > 1) {
-        state a = take_widest();
-        const state b = take_widest();
+        merge_state a = take_widest();
+        const merge_state b = take_widest();
         for (std::size_t g = 0; g < k; ++g) {
             const group& other = b.groups[k - 1 - g];
             a.groups[g].sum += other.sum;

@@ -41,7 +41,7 @@ struct dealing {
 /// Case i: up to 12 full packs of up to 9, a short class every other case, costs of several
 /// shapes (ties, zeros, a wide spread), and every third case a subset of the places (as after
 /// levelling).
-dealing case_of(std::uint64_t i) {
+dealing dealing_case_of(std::uint64_t i) {
     std::mt19937_64 gen(bcl_test::case_seed(i));
     dealing d;
     d.full = 1 + gen() % 12;
@@ -68,7 +68,7 @@ void deal(pack_dealer& dealer, const dealing& d) {
 
 /// Case i, dealt by `dealer`.
 dealing dealt_case(pack_dealer& dealer, std::uint64_t i) {
-    dealing d = case_of(i);
+    dealing d = dealing_case_of(i);
     deal(dealer, d);
     return d;
 }

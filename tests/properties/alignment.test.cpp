@@ -20,12 +20,12 @@ using namespace bcl_test;
 
 namespace {
 
-struct memory_of {
+struct id_memory {
     double operator()(const rec& r) const noexcept {
         return 1.0 + static_cast<double>(r.id * 37 % 50);
     }
 };
-using estimator = decltype(bcl::with_memory(cost_of{}, memory_of{}));
+using cost_and_memory = decltype(bcl::with_memory(cost_of{}, id_memory{}));
 
 /// For one rank's stream: after each batch popped, the number of rounds run so far; and each
 /// batch's estimated cost, with the round it came from.
@@ -36,7 +36,7 @@ struct trace {
 };
 
 trace run_rank(const cost_list& costs, const bcl::options& opt) {
-    bcl::balancer<rec, estimator> b{bcl::with_memory(cost_of{}, memory_of{}), opt};
+    bcl::balancer<rec, cost_and_memory> b{bcl::with_memory(cost_of{}, id_memory{}), opt};
     trace t;
     const auto take = [&](std::span<rec> batch) {
         t.rounds_at_batch.push_back(b.stats().windows);

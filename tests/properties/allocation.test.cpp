@@ -99,9 +99,9 @@ namespace {
 /// Keeps a pointer observable so the compiler cannot remove the allocation behind it.
 void* volatile g_sink = nullptr;
 
-constexpr std::size_t b = 16;
-constexpr std::size_t k = 8;
-constexpr std::size_t window = k * b;
+constexpr std::size_t alloc_batch_size = 16;
+constexpr std::size_t alloc_lookahead = 8;
+constexpr std::size_t alloc_window = alloc_lookahead * alloc_batch_size;
 
 const bcl::lookahead_policy policies[] = {bcl::lookahead_policy::tumbling,
                                           bcl::lookahead_policy::sliding};
@@ -137,9 +137,10 @@ TEST_CASE("After the first round, pushing and popping many more windows through 
     for (const bcl::lookahead_policy policy : policies)
         for (const distribution& dist : all_distributions()) {
             INFO(dist.name << ", " << name_of(policy));
-            const std::size_t n = 40 * window + 5; // and a short final window
+            const std::size_t n = 40 * alloc_window + 5; // and a short final window
             const cost_list costs = dist.generate(n, 21);
-            const bcl::options opt{.batch_size = b, .lookahead = k, .policy = policy};
+            const bcl::options opt{
+                .batch_size = alloc_batch_size, .lookahead = alloc_lookahead, .policy = policy};
             bcl::balancer<rec, cost_of> bal{cost_of{}, opt};
             std::vector<std::uint64_t> out;
             out.reserve(n);
@@ -168,7 +169,7 @@ TEST_CASE("After the first round, pushing and popping many more windows through 
             CHECK(steady == 0);
             CHECK(draining == 0);
             // The measured loop really moved every record.
-            CHECK(check_exactly_once({out}, n, b, false) == "");
+            CHECK(check_exactly_once({out}, n, alloc_batch_size, false) == "");
         }
 }
 
@@ -176,9 +177,10 @@ TEST_CASE("After the first round, iterating bcl::balance over a vector allocates
           "[allocation]") {
     for (const bcl::lookahead_policy policy : policies) {
         INFO(name_of(policy));
-        const std::size_t n = 30 * window;
+        const std::size_t n = 30 * alloc_window;
         const cost_list costs = lognormal_costs(n, 5);
-        const bcl::options opt{.batch_size = b, .lookahead = k, .policy = policy};
+        const bcl::options opt{
+            .batch_size = alloc_batch_size, .lookahead = alloc_lookahead, .policy = policy};
         auto view = bcl::balance(make_records(costs), cost_of{}, opt);
         std::vector<std::uint64_t> out;
         out.reserve(n);
@@ -188,12 +190,12 @@ TEST_CASE("After the first round, iterating bcl::balance over a vector allocates
             // Counting starts with the batch after the warm-up and stops at the end.
             std::optional<counting_scope> scope;
             for (auto&& batch : view) {
-                if (++batches == warm_up(opt) / b + 1) scope.emplace();
+                if (++batches == warm_up(opt) / alloc_batch_size + 1) scope.emplace();
                 for (const rec& r : batch) out.push_back(r.id);
             }
             if (scope) allocations = scope->allocations();
         }
-        CHECK(batches == n / b);
+        CHECK(batches == n / alloc_batch_size);
         CHECK(allocations == 0);
         CHECK(out.size() == n);
     }
@@ -208,8 +210,9 @@ TEST_CASE("A balancer whose first windows need no refinement allocates nothing w
     // pack-order scratch inside refine() and failed this test with one allocation.)
     for (const bcl::lookahead_policy policy : policies) {
         INFO(name_of(policy));
-        const bcl::options opt{.batch_size = b, .lookahead = k, .policy = policy};
-        const std::size_t n = 12 * window;
+        const bcl::options opt{
+            .batch_size = alloc_batch_size, .lookahead = alloc_lookahead, .policy = policy};
+        const std::size_t n = 12 * alloc_window;
         cost_list costs = equal_costs(warm_up(opt), 0);
         const cost_list tail = pareto_costs(n - warm_up(opt), 3);
         costs.insert(costs.end(), tail.begin(), tail.end());
@@ -242,18 +245,18 @@ namespace {
 
 /// A record whose memory (its tokens) has nothing to do with its cost, so a cost-balanced split
 /// leaves the batches' memory as uneven as chance makes it.
-struct sequence {
+struct memory_sequence {
     std::uint64_t id = 0;
     double tokens = 0.0;
     double cost = 0.0;
 };
 
 struct sequence_cost {
-    double operator()(const sequence& s) const noexcept { return s.cost; }
+    double operator()(const memory_sequence& s) const noexcept { return s.cost; }
 };
 
 struct token_memory {
-    double operator()(const sequence& s) const noexcept { return s.tokens; }
+    double operator()(const memory_sequence& s) const noexcept { return s.tokens; }
 };
 
 /// Pushes records from..to of `tokens` and `costs` through a balancer popping after every push, and
@@ -262,10 +265,10 @@ template <class Balancer>
 void push_tokens(Balancer& bal, const std::vector<double>& tokens, const cost_list& costs,
                  std::size_t from, std::size_t to, std::vector<double>& memories) {
     for (std::size_t i = from; i < to; ++i) {
-        bal.push(sequence{i, tokens[i], costs[i]});
+        bal.push(memory_sequence{i, tokens[i], costs[i]});
         while (auto batch = bal.pop()) {
             double m = 0.0;
-            for (const sequence& s : *batch) m += s.tokens;
+            for (const memory_sequence& s : *batch) m += s.tokens;
             memories.push_back(m);
         }
     }
@@ -281,8 +284,9 @@ TEST_CASE("After the first round, a balancer under a memory budget allocates not
     for (const bool calm_start : {false, true})
         for (const bcl::lookahead_policy policy : policies) {
             INFO(name_of(policy) << (calm_start ? ", calm start" : ""));
-            const std::size_t n = 30 * window;
-            const bcl::options plain{.batch_size = b, .lookahead = k, .policy = policy};
+            const std::size_t n = 30 * alloc_window;
+            const bcl::options plain{
+                .batch_size = alloc_batch_size, .lookahead = alloc_lookahead, .policy = policy};
             std::vector<double> tokens(n);
             const cost_list draws = uniform_costs(n, 8);
             for (std::size_t i = 0; i < n; ++i)
@@ -301,11 +305,11 @@ TEST_CASE("After the first round, a balancer under a memory budget allocates not
             // The same records without the budget: the partitions the budgeted balancer starts
             // from. Some of their batches after the warm-up are over the budget (and, for a calm
             // start, none before).
-            bcl::balancer<sequence, estimator_type> unbudgeted{estimator, plain};
+            bcl::balancer<memory_sequence, estimator_type> unbudgeted{estimator, plain};
             std::vector<double> warm;
             std::vector<double> after;
-            warm.reserve(n / b);
-            after.reserve(n / b);
+            warm.reserve(n / alloc_batch_size);
+            after.reserve(n / alloc_batch_size);
             push_tokens(unbudgeted, tokens, costs, 0, warm_up(opt), warm);
             push_tokens(unbudgeted, tokens, costs, warm_up(opt), n, after);
             const auto count_over = [&](const std::vector<double>& memories) {
@@ -322,9 +326,9 @@ TEST_CASE("After the first round, a balancer under a memory budget allocates not
             else
                 REQUIRE(count_over(warm) > 0);
 
-            bcl::balancer<sequence, estimator_type> bal{estimator, opt};
+            bcl::balancer<memory_sequence, estimator_type> bal{estimator, opt};
             std::vector<double> steady;
-            steady.reserve(n / b);
+            steady.reserve(n / alloc_batch_size);
             warm.clear();
             push_tokens(bal, tokens, costs, 0, warm_up(opt), warm);
             std::size_t allocations = 0;
@@ -343,7 +347,7 @@ TEST_CASE("After the first round, a balancer under a memory budget allocates not
 TEST_CASE("bcl::global_planner allocates nothing once it has planned its largest window, nor "
           "after reserve()",
           "[allocation][global_plan]") {
-    const bcl::plan_shape shape{.ranks = 16, .steps = k, .batch = b};
+    const bcl::plan_shape shape{.ranks = 16, .steps = alloc_lookahead, .batch = alloc_batch_size};
     const std::size_t n = shape.ranks * shape.steps * shape.batch;
     // Heavy tails (levelled steps), ties, a short window, padded: every path of the plan.
     const cost_list heavy = pareto_costs(n, 1);
@@ -383,7 +387,8 @@ TEST_CASE("bcl::epoch_planner plans an epoch into a share without allocating onc
     constexpr std::size_t n = 1000;
     const cost_list table = pareto_costs(n, 4);
     std::vector<std::size_t> order;
-    const bcl::epoch_shape shape{.ranks = 8, .lookahead = k, .batch = b, .drop_last = false};
+    const bcl::epoch_shape shape{
+        .ranks = 8, .lookahead = alloc_lookahead, .batch = alloc_batch_size, .drop_last = false};
     bcl::epoch_planner planner;
     bcl::epoch_share<std::size_t> share;
     // A name longer than any short-string buffer: naming the planner costs nothing either.

@@ -87,7 +87,7 @@ struct bad_value {
     double value;
 };
 
-const bad_value bad_values[] = {
+const bad_value bad_cost_values[] = {
     {"NaN", std::numeric_limits<double>::quiet_NaN()},
     {"+infinity", std::numeric_limits<double>::infinity()},
     {"-infinity", -std::numeric_limits<double>::infinity()},
@@ -339,7 +339,7 @@ TEST_CASE("A NaN, infinite or negative cost pushed into bcl::balancer is a bcl::
     INFO((keep_going ? "pushing more records after the error" : "finishing after the error"));
     for (const auto& [b, k] : error_shapes)
         for (const std::size_t pos : bad_positions(b, k))
-            for (const bad_value& bad : bad_values) {
+            for (const bad_value& bad : bad_cost_values) {
                 INFO(fmt::format("B={} K={}: {} at record {}", b, k, bad.name, pos));
                 const cost_list costs = lognormal_costs(pos + 2 * k * b + 3, pos);
                 bcl::balancer<owned_rec, owned_cost> bal{owned_cost{},
@@ -383,7 +383,7 @@ TEST_CASE("A NaN, infinite or negative cost met by bcl::balance is a bcl::error 
           "[contract][errors]") {
     for (const auto& [b, k] : error_shapes)
         for (const std::size_t pos : bad_positions(b, k))
-            for (const bad_value& bad : bad_values) {
+            for (const bad_value& bad : bad_cost_values) {
                 INFO(fmt::format("B={} K={}: {} at record {}", b, k, bad.name, pos));
                 const cost_list costs = pareto_costs(pos + k * b + 3, pos);
                 std::vector<owned_rec> source;

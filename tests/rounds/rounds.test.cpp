@@ -65,15 +65,15 @@ std::vector<std::uint64_t> first_rounds(std::size_t arrivals, std::size_t capaci
     return first;
 }
 
-const shape shapes[] = {{2, 2, 2, 2}, {2, 2, 2, 1}, {3, 2, 3, 5}, {1, 4, 3, 2},
-                        {4, 3, 2, 4}, {1, 1, 4, 3}, {2, 3, 1, 0}};
+const shape round_shapes[] = {{2, 2, 2, 2}, {2, 2, 2, 1}, {3, 2, 3, 5}, {1, 4, 3, 2},
+                              {4, 3, 2, 4}, {1, 1, 4, 3}, {2, 3, 1, 0}};
 
 } // namespace
 
 TEST_CASE("Tumbling holds one window and delays a record at most K - 1 batches; sliding holds "
           "buffer_windows windows and delays at most (max_age + 1) * K - 1",
           "[tumbling-rounds][sliding-rounds]") {
-    for (const shape& s : shapes) {
+    for (const shape& s : round_shapes) {
         INFO("B=" << s.b << " K=" << s.k << " buffer_windows=" << s.buffer_windows
                   << " max_age=" << s.max_age);
         const bcl::options tumbling = options_of(s, bcl::lookahead_policy::tumbling);
@@ -140,7 +140,7 @@ TEST_CASE("Sliding rejects an empty buffer, a buffer or delay bound over the lim
 
 TEST_CASE("A tumbling buffer after r rounds holds exactly the records pushed since, in order",
           "[tumbling-rounds]") {
-    for (const shape& s : shapes) {
+    for (const shape& s : round_shapes) {
         const std::size_t window = s.b * s.k;
         const auto t = std::get<tumbling_rounds>(
             bcl::detail::make_round_policy(options_of(s, bcl::lookahead_policy::tumbling)));
@@ -160,7 +160,7 @@ TEST_CASE("A tumbling buffer after r rounds holds exactly the records pushed sin
 
 TEST_CASE("A sliding buffer after r rounds may hold a record only up to its deadline",
           "[sliding-rounds]") {
-    for (const shape& s : shapes) {
+    for (const shape& s : round_shapes) {
         INFO("B=" << s.b << " K=" << s.k << " buffer_windows=" << s.buffer_windows
                   << " max_age=" << s.max_age);
         const sliding_rounds r = sliding_of(s);
@@ -192,7 +192,7 @@ TEST_CASE("A sliding round takes exactly K*B records, among them every one whose
           "[sliding-rounds]") {
     std::mt19937_64 gen(3);
     std::lognormal_distribution<double> draw(0.0, 1.5);
-    for (const shape& s : shapes) {
+    for (const shape& s : round_shapes) {
         if (s.buffer_windows < 2) continue; // a round then takes the whole buffer: no choice
         INFO("B=" << s.b << " K=" << s.k << " buffer_windows=" << s.buffer_windows
                   << " max_age=" << s.max_age);

@@ -23,7 +23,8 @@ using namespace bcl_test;
 
 namespace {
 
-bcl::options sliding(const scenario& s, std::size_t buffer_windows, std::size_t max_age) {
+bcl::options sliding_options_of(const scenario& s, std::size_t buffer_windows,
+                                std::size_t max_age) {
     bcl::options opt = s.options();
     opt.policy = bcl::lookahead_policy::sliding;
     opt.buffer_windows = buffer_windows;
@@ -71,7 +72,7 @@ TEST_CASE("Sliding keeps batch size, batch count, exactly-once and its delay bou
         for (const bool drop_last : {false, true})
             for (const scenario& s : contract_scenarios(drop_last))
                 for (const driver d : all_drivers) {
-                    const bcl::options opt = sliding(s, buffer_windows, max_age);
+                    const bcl::options opt = sliding_options_of(s, buffer_windows, max_age);
                     const run_result r = run(d, s.costs(), opt);
                     INFO(s.describe() << " buffer_windows=" << buffer_windows
                                       << " max_age=" << max_age << " via " << name_of(d));
@@ -89,7 +90,7 @@ TEST_CASE("Sliding gives the same batches for the same input, options and seed",
           "[sliding][determinism]") {
     for (const scenario& s : contract_scenarios(false)) {
         if (s.n < 200) continue;
-        const bcl::options opt = sliding(s, 2, 2);
+        const bcl::options opt = sliding_options_of(s, 2, 2);
         INFO(s.describe());
         REQUIRE(run(driver::eager, s.costs(), opt).batches ==
                 run(driver::range, s.costs(), opt).batches);
@@ -99,7 +100,7 @@ TEST_CASE("Sliding gives the same batches for the same input, options and seed",
 TEST_CASE("Sliding with a one-window buffer is the tumbling policy", "[sliding]") {
     for (const scenario& s : contract_scenarios(false)) {
         bcl::options tumbling = s.options();
-        const bcl::options one_window = sliding(s, 1, 0);
+        const bcl::options one_window = sliding_options_of(s, 1, 0);
         INFO(s.describe());
         REQUIRE(run(driver::eager, s.costs(), tumbling).batches ==
                 run(driver::eager, s.costs(), one_window).batches);

@@ -55,7 +55,7 @@ struct misplacing {
 };
 
 /// Items dealt out to the packs in turn: every pack gets its share, not its capacity.
-struct dealing {
+struct dealing_in_turn {
     bcl::partition_summary operator()(std::span<const double> costs, bcl::pack_shape shape,
                                       std::span<std::uint32_t> pack_of) {
         for (std::size_t i = 0; i < costs.size(); ++i)
@@ -119,7 +119,7 @@ TEST_CASE("A partitioner that fills a pack above or below its capacity is a bcl:
                       Contains("put 3 items in pack 0, which must hold exactly 4"));
     // 10 items in packs of 4, 4 and 2, dealt out as 4, 3 and 3.
     const std::vector<double> ten = whole_numbers(10, 3, 9);
-    bcl::detail::partition_step<dealing, false> dealt(dealing{});
+    bcl::detail::partition_step<dealing_in_turn, false> dealt(dealing_in_turn{});
     CHECK_THROWS_WITH(dealt.run(ten, {}, {3, 4}, 0.0, 0),
                       Contains("put 3 items in pack 1, which must hold exactly 4"));
 }

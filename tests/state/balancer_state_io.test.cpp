@@ -33,7 +33,7 @@ using plain_balancer = bcl::balancer<rec, cost_of>;
 const auto memory_estimator = bcl::with_memory(cost_of{}, &rec::cost);
 using memory_balancer = bcl::balancer<rec, std::remove_const_t<decltype(memory_estimator)>>;
 
-bcl::options tumbling() {
+bcl::options tumbling_b4_k3() {
     bcl::options opt{.batch_size = 4, .lookahead = 3};
     opt.policy = bcl::lookahead_policy::tumbling;
     return opt;
@@ -57,7 +57,7 @@ TEST_CASE("balancer_state_io: collect takes each held record once, through the g
           "waiting batches' first, then the buffer's",
           "[state][state-io]") {
     const cost_list costs = lognormal_costs(40, 3);
-    plain_balancer b{cost_of{}, tumbling()};
+    plain_balancer b{cost_of{}, tumbling_b4_k3()};
     (void)feed(b, costs, 0, 20); // one round of 12 at the 13th push; 8 buffered
     REQUIRE(b.pop());            // 4 out, 8 waiting
     std::vector<std::uint64_t> taken;
@@ -82,7 +82,7 @@ TEST_CASE("balancer_state_io: collect takes each held record once, through the g
         for (const std::uint64_t id : ids_of(*b.pop())) next.push_back(id);
     CHECK(std::vector<std::uint64_t>(taken.begin(), taken.begin() + 8) == next);
 
-    memory_balancer m{memory_estimator, tumbling()};
+    memory_balancer m{memory_estimator, tumbling_b4_k3()};
     (void)feed(m, costs, 0, 5);
     CHECK(balancer_state_io::snapshot(m).tracks_memory);
     CHECK(balancer_state_io::snapshot(m).buffer_memory.size() == 5);
@@ -94,12 +94,12 @@ TEST_CASE("balancer_state_io: records that can only move are moved out and back 
         std::unique_ptr<int> id;
     };
     const auto cost = [](const owned& r) { return static_cast<double>(*r.id % 5 + 1); };
-    bcl::balancer<owned, decltype(cost)> b{cost, tumbling()};
+    bcl::balancer<owned, decltype(cost)> b{cost, tumbling_b4_k3()};
     for (int i = 0; i < 7; ++i) b.push(owned{std::make_unique<int>(i)});
     auto st = std::move(b).take_state();
     REQUIRE(st.pending.size() == 7);
     for (int i = 0; i < 7; ++i) CHECK(*st.pending[static_cast<std::size_t>(i)].id == i);
-    bcl::balancer<owned, decltype(cost)> again{cost, tumbling(), std::move(st)};
+    bcl::balancer<owned, decltype(cost)> again{cost, tumbling_b4_k3(), std::move(st)};
     again.finish();
     std::size_t out = 0;
     while (auto batch = again.pop()) out += batch->size();
@@ -111,7 +111,7 @@ TEST_CASE("balancer_state_io: a refused state changes nothing; the balancer goes
           "[state][state-io][errors]") {
     const cost_list costs = pareto_costs(90, 11);
     const auto used = [&] { // a balancer mid-stream: batches out, waiting and buffered
-        plain_balancer b{cost_of{}, tumbling()};
+        plain_balancer b{cost_of{}, tumbling_b4_k3()};
         (void)feed(b, costs, 0, 30);
         (void)b.pop();
         return b;
@@ -122,11 +122,11 @@ TEST_CASE("balancer_state_io: a refused state changes nothing; the balancer goes
     for (auto& batch : drain(twin)) expected.push_back(batch);
 
     const cost_list other = uniform_costs(50, 2);
-    plain_balancer donor{cost_of{}, tumbling()};
+    plain_balancer donor{cost_of{}, tumbling_b4_k3()};
     (void)feed(donor, other, 0, 17);
-    memory_balancer memory_donor{memory_estimator, tumbling()};
+    memory_balancer memory_donor{memory_estimator, tumbling_b4_k3()};
     (void)feed(memory_donor, other, 0, 17);
-    bcl::options longer = tumbling();
+    bcl::options longer = tumbling_b4_k3();
     longer.lookahead = 4;
     plain_balancer longer_donor{cost_of{}, longer};
     (void)feed(longer_donor, other, 0, 17);
@@ -171,10 +171,10 @@ TEST_CASE("balancer_state_io: a refused state changes nothing; the balancer goes
 TEST_CASE("balancer_state_io: an accepted state continues as the balancer that saved it",
           "[state][state-io]") {
     const cost_list costs = lognormal_costs(70, 8);
-    memory_balancer original{memory_estimator, tumbling()};
+    memory_balancer original{memory_estimator, tumbling_b4_k3()};
     (void)feed(original, costs, 0, 29);
     (void)original.pop();
-    memory_balancer restored{memory_estimator, tumbling()};
+    memory_balancer restored{memory_estimator, tumbling_b4_k3()};
     balancer_state_io::restore(restored, original.save());
     CHECK(balancer_state_io::snapshot(restored).stats.records_in == 29);
     batch_ids a = feed(original, costs, 29, 70);

@@ -96,7 +96,7 @@ every_kind read(const std::string& bytes) {
 }
 
 /// A part whose sketch holds a zero, 1.0 twice and 1000.0 once, and whose stats saw 2, 4 and 9.
-every_kind sample() {
+every_kind sample_part() {
     every_kind s;
     s.flag = true;
     s.number = -0.0;
@@ -111,10 +111,11 @@ every_kind sample() {
     return s;
 }
 
-/// The bytes of sample(), word by word, before the checksum. The sketch's two non-empty buckets
-/// are found by scanning its own counts (the codec's promise is about their order and layout).
+/// The bytes of sample_part(), word by word, before the checksum. The sketch's two non-empty
+/// buckets are found by scanning its own counts (the codec's promise is about their order and
+/// layout).
 std::string sample_body() {
-    const every_kind s = sample();
+    const every_kind s = sample_part();
     std::vector<std::size_t> used;
     for (std::size_t i = 0; i < quantile_sketch::bucket_count; ++i)
         if (s.sketch.buckets()[i] != 0) used.push_back(i);
@@ -144,7 +145,7 @@ std::string with_word(std::size_t index, std::uint64_t v) {
 TEST_CASE("field_codec: every kind of field is written as its hand-worked little-endian words, "
           "checksum last",
           "[state][field-codec]") {
-    const std::string bytes = write(sample());
+    const std::string bytes = write(sample_part());
     CHECK(bytes.size() == 8 * 24);
     CHECK(bytes == sealed(sample_body()));
     field_writer w;
@@ -156,7 +157,7 @@ TEST_CASE("field_codec: every kind of field is written as its hand-worked little
 
 TEST_CASE("field_codec: what the writer writes the reader reads back, field for field",
           "[state][field-codec]") {
-    const every_kind in = sample();
+    const every_kind in = sample_part();
     const every_kind out = read(write(in));
     CHECK(out.flag);
     CHECK(std::bit_cast<std::uint64_t>(out.number) == std::bit_cast<std::uint64_t>(-0.0));
@@ -282,7 +283,7 @@ TEST_CASE("field_codec: bytes cut before any field, checksum valid, are refused 
 TEST_CASE("field_codec: the writer refuses a sequence whose length the fields before it fix "
           "otherwise, naming it",
           "[state][field-codec][errors]") {
-    every_kind s = sample();
+    every_kind s = sample_part();
     s.fixed.push_back(1.0); // three items, but windows says two
     CHECK_THROWS_WITH(write(s),
                       Contains("cannot save a state whose the fixed numbers holds 3 items, not 2"));

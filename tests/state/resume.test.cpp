@@ -24,7 +24,7 @@ using namespace bcl_test;
 
 namespace {
 
-using balancer_t = bcl::balancer<rec, cost_of>;
+using resumed_balancer = bcl::balancer<rec, cost_of>;
 
 struct interruption {
     std::size_t save_after = 0;     // records pushed before saving (may be == n: during the drain)
@@ -41,7 +41,7 @@ batch_ids uninterrupted(const cost_list& costs, const bcl::options& opt) {
 // and continues in a new one restored from the state (optionally through its byte string).
 batch_ids interrupted(const cost_list& costs, const bcl::options& opt, const interruption& at) {
     batch_ids out;
-    auto first = std::make_unique<balancer_t>(cost_of{}, opt);
+    auto first = std::make_unique<resumed_balancer>(cost_of{}, opt);
     std::size_t i = 0;
     for (; i < at.save_after; ++i) {
         first->push(rec{i, costs[i]});
@@ -52,13 +52,13 @@ batch_ids interrupted(const cost_list& costs, const bcl::options& opt, const int
         for (std::size_t k = 0; k < at.drained_before; ++k)
             if (auto batch = first->pop()) out.push_back(ids_of(*batch));
     }
-    balancer_t::state st = at.move_state ? std::move(*first).take_state() : first->save();
+    resumed_balancer::state st = at.move_state ? std::move(*first).take_state() : first->save();
     first.reset();
     if (at.through_bytes) {
         const std::string bytes = st.to_bytes();
-        st = balancer_t::state::from_bytes(bytes, std::move(st.pending));
+        st = resumed_balancer::state::from_bytes(bytes, std::move(st.pending));
     }
-    balancer_t second{cost_of{}, opt, std::move(st)};
+    resumed_balancer second{cost_of{}, opt, std::move(st)};
     for (; i < costs.size(); ++i) {
         second.push(rec{i, costs[i]});
         while (auto batch = second.pop()) out.push_back(ids_of(*batch));
@@ -105,7 +105,7 @@ TEST_CASE("save() does not disturb the balancer it is called on", "[resume]") {
     for (const bool sliding : {false, true}) {
         const bcl::options opt = with_policy({.batch_size = 8, .lookahead = 4, .seed = 3}, sliding);
         const batch_ids expected = uninterrupted(costs, opt);
-        balancer_t b{cost_of{}, opt};
+        resumed_balancer b{cost_of{}, opt};
         batch_ids out;
         for (std::size_t i = 0; i < costs.size(); ++i) {
             b.push(rec{i, costs[i]});
@@ -122,9 +122,11 @@ TEST_CASE("save() does not disturb the balancer it is called on", "[resume]") {
 TEST_CASE("Restoring with different options is an error naming the option", "[resume][errors]") {
     const bcl::options opt{
         .batch_size = 4, .lookahead = 2, .seed = 1, .policy = bcl::lookahead_policy::tumbling};
-    balancer_t b{cost_of{}, opt};
+    resumed_balancer b{cost_of{}, opt};
     for (std::uint64_t i = 0; i < 5; ++i) b.push(rec{i, 1.0});
-    const auto restore_with = [&](bcl::options other) { balancer_t{cost_of{}, other, b.save()}; };
+    const auto restore_with = [&](bcl::options other) {
+        resumed_balancer{cost_of{}, other, b.save()};
+    };
     REQUIRE_NOTHROW(restore_with(opt));
     bcl::options other = opt;
     other.batch_size = 8;
@@ -145,15 +147,16 @@ TEST_CASE("Restoring with different options is an error naming the option", "[re
 }
 
 TEST_CASE("A state with the wrong number of pending records is an error", "[resume][errors]") {
-    balancer_t b{cost_of{}, {.batch_size = 4, .lookahead = 2}};
+    resumed_balancer b{cost_of{}, {.batch_size = 4, .lookahead = 2}};
     for (std::uint64_t i = 0; i < 5; ++i) b.push(rec{i, 1.0});
-    balancer_t::state st = b.save();
+    resumed_balancer::state st = b.save();
     REQUIRE(st.pending.size() == 5);
     const std::string bytes = st.to_bytes();
     st.pending.pop_back();
-    REQUIRE_THROWS_AS(balancer_t::state::from_bytes(bytes, st.pending), bcl::error);
-    REQUIRE_THROWS_WITH((balancer_t{cost_of{}, {.batch_size = 4, .lookahead = 2}, std::move(st)}),
-                        Catch::Contains("pending"));
+    REQUIRE_THROWS_AS(resumed_balancer::state::from_bytes(bytes, st.pending), bcl::error);
+    REQUIRE_THROWS_WITH(
+        (resumed_balancer{cost_of{}, {.batch_size = 4, .lookahead = 2}, std::move(st)}),
+        Catch::Contains("pending"));
 }
 
 TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined behaviour",
@@ -161,7 +164,7 @@ TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined 
     std::mt19937_64 gen(99);
     for (const bool sliding : {false, true}) {
         const bcl::options opt = with_policy({.batch_size = 3, .lookahead = 2}, sliding);
-        balancer_t b{cost_of{}, opt};
+        resumed_balancer b{cost_of{}, opt};
         const cost_list costs = pareto_costs(17, 5);
         for (std::size_t i = 0; i < costs.size(); ++i) {
             b.push(rec{i, costs[i]});
@@ -169,11 +172,11 @@ TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined 
             while (b.pop()) {
             }
         }
-        const balancer_t::state st = b.save();
+        const resumed_balancer::state st = b.save();
         const std::string good = st.to_bytes();
-        REQUIRE_NOTHROW(balancer_t::state::from_bytes(good, st.pending));
+        REQUIRE_NOTHROW(resumed_balancer::state::from_bytes(good, st.pending));
         for (std::size_t cut = 0; cut < good.size(); ++cut)
-            REQUIRE_THROWS_AS(balancer_t::state::from_bytes(good.substr(0, cut), st.pending),
+            REQUIRE_THROWS_AS(resumed_balancer::state::from_bytes(good.substr(0, cut), st.pending),
                               bcl::error);
         for (int trial = 0; trial < 3000; ++trial) {
             std::string bad = good;
@@ -181,7 +184,7 @@ TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined 
             for (int f = 0; f < flips; ++f)
                 bad[gen() % bad.size()] = static_cast<char>(gen() & 0xff);
             if (bad == good) continue;
-            REQUIRE_THROWS_AS(balancer_t::state::from_bytes(bad, st.pending), bcl::error);
+            REQUIRE_THROWS_AS(resumed_balancer::state::from_bytes(bad, st.pending), bcl::error);
         }
         // Random garbage, including garbage with a valid checksum, must never crash either.
         for (int trial = 0; trial < 2000; ++trial) {
@@ -197,7 +200,7 @@ TEST_CASE("Truncated or corrupted state bytes are a bcl::error, never undefined 
                     bytes.push_back(static_cast<char>((sum >> (8 * k)) & 0xff));
             }
             try {
-                (void)balancer_t::state::from_bytes(bytes, st.pending);
+                (void)resumed_balancer::state::from_bytes(bytes, st.pending);
             } catch (const bcl::error&) {
             }
         }
@@ -253,7 +256,7 @@ namespace {
 /// A snapshot a sliding balancer with drop_last really produced mid-stream: batches handed out,
 /// batches waiting, records buffered.
 bcl::detail::balancer_snapshot real_snapshot(const bcl::options& opt, std::size_t pushed) {
-    balancer_t b{cost_of{}, opt};
+    resumed_balancer b{cost_of{}, opt};
     const cost_list costs = lognormal_costs(pushed, 21);
     for (std::size_t i = 0; i < pushed; ++i) {
         while (!b.can_push()) (void)b.pop();
@@ -264,7 +267,7 @@ bcl::detail::balancer_snapshot real_snapshot(const bcl::options& opt, std::size_
 }
 
 /// The bytes of `s`, with a valid checksum: only the consistency checks can catch what is wrong.
-std::string sealed(const bcl::detail::balancer_snapshot& s) {
+std::string sealed_snapshot(const bcl::detail::balancer_snapshot& s) {
     return bcl::detail::to_bytes(s);
 }
 
@@ -279,7 +282,7 @@ TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl:
     REQUIRE(good.stats.windows > 0);
     REQUIRE(!good.buffer_costs.empty());
     REQUIRE(good.waiting_batch_costs.size() > 0);
-    REQUIRE_NOTHROW(bcl::detail::snapshot_from_bytes(sealed(good)));
+    REQUIRE_NOTHROW(bcl::detail::snapshot_from_bytes(sealed_snapshot(good)));
 
     struct corruption {
         const char* what;
@@ -339,7 +342,7 @@ TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl:
         INFO(c.what);
         bcl::detail::balancer_snapshot bad = good;
         c.apply(bad);
-        const std::string bytes = sealed(bad);
+        const std::string bytes = sealed_snapshot(bad);
         REQUIRE_THROWS_AS(bcl::detail::snapshot_from_bytes(bytes), bcl::error);
     }
 
@@ -349,7 +352,7 @@ TEST_CASE("A checksum-valid state that no balancer could have produced is a bcl:
     dropped.finished = false;
     dropped.stats.records_dropped = 1;
     dropped.stats.records_in += 1;
-    REQUIRE_THROWS_WITH(bcl::detail::snapshot_from_bytes(sealed(dropped)),
+    REQUIRE_THROWS_WITH(bcl::detail::snapshot_from_bytes(sealed_snapshot(dropped)),
                         Catch::Contains("dropped"));
 }
 
@@ -360,9 +363,9 @@ TEST_CASE("A state's size follows what the balancer holds, not its options: a on
     opt.policy = bcl::lookahead_policy::sliding;
     opt.max_age = bcl::max_delay_limit / 16 - 1; // the largest delay bound accepted
     REQUIRE(bcl::max_delay_bound(opt) == bcl::max_delay_limit - 1);
-    balancer_t b{cost_of{}, opt};
+    resumed_balancer b{cost_of{}, opt};
     b.push(rec{0, 1.0});
     CHECK(b.save().to_bytes().size() < 1024);
     opt.max_age += 1;
-    CHECK_THROWS_WITH((balancer_t{cost_of{}, opt}), Catch::Contains("max_age is too large"));
+    CHECK_THROWS_WITH((resumed_balancer{cost_of{}, opt}), Catch::Contains("max_age is too large"));
 }

@@ -32,14 +32,15 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const auto memory_estimator = bcl::with_memory(cost_of{}, &rec::cost);
-using memory_balancer = bcl::balancer<rec, std::remove_const_t<decltype(memory_estimator)>>;
+const auto estimator_with_memory = bcl::with_memory(cost_of{}, &rec::cost);
+using balancer_with_memory =
+    bcl::balancer<rec, std::remove_const_t<decltype(estimator_with_memory)>>;
 
 /// A tumbling balancer of B = 2, K = 2 with memory estimates, fed records of costs 1..n, popped
 /// `pops` times, then saved.
 balancer_snapshot saved_after(const bcl::options& opt, std::size_t n, std::size_t pops,
                               bool finish = false) {
-    memory_balancer b{memory_estimator, opt};
+    balancer_with_memory b{estimator_with_memory, opt};
     for (std::size_t i = 0; i < n; ++i) {
         while (!b.can_push()) (void)b.pop();
         b.push(rec{i, static_cast<double>(i + 1)});
@@ -109,7 +110,7 @@ TEST_CASE("snapshot_check: every snapshot a balancer saves is consistent, at any
                     sliding ? bcl::lookahead_policy::sliding : bcl::lookahead_policy::tumbling;
                 if (capped) opt.cap = {.kind = bcl::cap_kind::quantile, .warmup = 10};
                 opt.memory_budget = 1e9;
-                memory_balancer b{memory_estimator, opt};
+                balancer_with_memory b{estimator_with_memory, opt};
                 const auto check = [&] {
                     INFO((sliding ? "sliding" : "tumbling")
                          << " drop_last " << drop_last << " capped " << capped << " after "

@@ -25,11 +25,11 @@ struct reference_deal {
     std::vector<std::uint64_t> loads;
 };
 
-std::optional<reference_deal> reference(const std::vector<std::uint32_t>& order,
-                                        const std::vector<std::uint64_t>& tokens,
-                                        const std::vector<std::uint64_t>& cost,
-                                        const std::vector<std::uint8_t>& closing, std::size_t cells,
-                                        std::uint64_t capacity) {
+std::optional<reference_deal> reference_packing(const std::vector<std::uint32_t>& order,
+                                                const std::vector<std::uint64_t>& tokens,
+                                                const std::vector<std::uint64_t>& cost,
+                                                const std::vector<std::uint8_t>& closing,
+                                                std::size_t cells, std::uint64_t capacity) {
     reference_deal d{std::vector<std::uint32_t>(tokens.size(), ~std::uint32_t{0}),
                      std::vector<std::uint64_t>(cells, 0)};
     std::vector<std::uint64_t> used(cells, 0);
@@ -86,7 +86,7 @@ TEST_CASE("cell packer: each record to the cheapest cell with room, as the refer
         else
             std::shuffle(order.begin(), order.end(), gen);
         INFO("seed " << seed);
-        const auto expected = reference(order, tokens, cost, closing, cells, capacity);
+        const auto expected = reference_packing(order, tokens, cost, closing, cells, capacity);
         const bool ok = packer.deal(order, tokens, cost, cells, capacity, closing);
         REQUIRE(ok == expected.has_value());
         if (!ok) continue;

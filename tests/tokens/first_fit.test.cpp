@@ -20,10 +20,9 @@
 namespace {
 
 // First fit by linear scans: nullopt where a record fits no cell or a cell stays empty.
-std::optional<std::vector<std::uint32_t>> reference(const std::vector<std::uint32_t>& order,
-                                                    const std::vector<std::uint64_t>& tokens,
-                                                    const std::vector<std::uint8_t>& closing,
-                                                    std::size_t cells, std::uint64_t capacity) {
+std::optional<std::vector<std::uint32_t>> reference_first_fit(
+    const std::vector<std::uint32_t>& order, const std::vector<std::uint64_t>& tokens,
+    const std::vector<std::uint8_t>& closing, std::size_t cells, std::uint64_t capacity) {
     if (order.size() < cells) return std::nullopt;
     std::vector<std::uint64_t> used(cells, 0);
     std::vector<bool> closed(cells, false);
@@ -84,7 +83,7 @@ TEST_CASE("first fit: each record to the lowest cell with room, empty cells then
         else
             std::shuffle(order.begin(), order.end(), gen);
         INFO("seed " << seed);
-        const auto expected = reference(order, tokens, closing, cells, capacity);
+        const auto expected = reference_first_fit(order, tokens, closing, cells, capacity);
         const bool ok = packer.deal(order, tokens, cells, capacity, closing);
         REQUIRE(ok == expected.has_value());
         if (!ok) continue;

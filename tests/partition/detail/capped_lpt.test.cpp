@@ -33,7 +33,8 @@ std::vector<std::uint32_t> pack_of_rank(const pack_table& packs, std::size_t n) 
 }
 
 /// Capped LPT over costs already sorted high to low, the plain way; the pack of every rank.
-std::vector<std::uint32_t> reference(const std::vector<double>& desc, bcl::pack_shape shape) {
+std::vector<std::uint32_t> plain_capped_lpt(const std::vector<double>& desc,
+                                            bcl::pack_shape shape) {
     const std::size_t n = desc.size();
     std::vector<double> load(shape.packs, 0.0);
     std::vector<std::size_t> count(shape.packs, 0);
@@ -57,8 +58,8 @@ struct dealt {
     std::vector<double> desc;
 };
 
-dealt deal(capped_lpt& lpt, ranked_costs& ranked, pack_table& packs,
-           const std::vector<double>& costs, bcl::pack_shape shape) {
+dealt capped_deal(capped_lpt& lpt, ranked_costs& ranked, pack_table& packs,
+                  const std::vector<double>& costs, bcl::pack_shape shape) {
     ranked.assign(costs, "test");
     packs.reset(shape, costs.size());
     lpt.reserve(shape.packs);
@@ -78,7 +79,7 @@ TEST_CASE("capped_lpt: equal costs go round the packs, rank r to pack r mod K, o
     pack_table packs;
     for (const std::size_t k : {1U, 7U, 24U, 25U, 100U, 256U, 257U, 600U}) {
         const std::size_t b = 3;
-        const dealt d = deal(lpt, ranked, packs, std::vector<double>(k * b, 2.5), {k, b});
+        const dealt d = capped_deal(lpt, ranked, packs, std::vector<double>(k * b, 2.5), {k, b});
         INFO("K=" << k);
         bool all = true;
         for (std::size_t r = 0; r < k * b; ++r) all = all && d.pack_of_rank[r] == r % k;
@@ -96,7 +97,7 @@ TEST_CASE("capped_lpt: zero costs fill pack 0 first, then pack 1, and so on: ful
     for (const std::size_t k : {2U, 24U, 25U, 256U, 257U, 513U})
         for (const std::size_t b : {1U, 4U}) {
             const std::size_t n = k * b - (b > 1 ? 2 : 0); // a short last pack too
-            const dealt d = deal(lpt, ranked, packs, std::vector<double>(n, 0.0), {k, b});
+            const dealt d = capped_deal(lpt, ranked, packs, std::vector<double>(n, 0.0), {k, b});
             INFO("K=" << k << " B=" << b);
             bool all = true;
             for (std::size_t r = 0; r < n; ++r) all = all && d.pack_of_rank[r] == r / b;
@@ -116,9 +117,9 @@ TEST_CASE("capped_lpt: the scan, the groups and the winner tree make the plain r
             for (const auto& dist : bcl_test::all_distributions()) {
                 const std::size_t n = k * b - (b > 2 ? 2 : 0);
                 const std::vector<double> costs = dist.generate(n, bcl_test::case_seed(++counter));
-                const dealt d = deal(lpt, ranked, packs, costs, {k, b});
+                const dealt d = capped_deal(lpt, ranked, packs, costs, {k, b});
                 INFO("K=" << k << " B=" << b << " " << dist.name);
-                CHECK(d.pack_of_rank == reference(d.desc, {k, b}));
+                CHECK(d.pack_of_rank == plain_capped_lpt(d.desc, {k, b}));
                 // The table holds what was dealt: members ascending, loads their sums.
                 bool consistent = true;
                 for (std::size_t p = 0; p < k; ++p) {

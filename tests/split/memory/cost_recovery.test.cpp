@@ -26,7 +26,7 @@ using bcl::detail::memory_repair_state;
 
 namespace {
 
-double largest(const std::vector<double>& v) {
+double largest_pack(const std::vector<double>& v) {
     return *std::max_element(v.begin(), v.end());
 }
 
@@ -85,12 +85,12 @@ TEST_CASE("cost_recovery: a hand-worked round reaches the best split the budget 
     cost_recovery recovery;
     memory_repair_state st;
     const auto out = recover(recovery, st, costs, memory, {2, 2}, {0, 0, 1, 1}, 3.0, 0.0);
-    CHECK(largest(pack_sums(costs, out, 2)) == 6.0);
-    CHECK(largest(pack_sums(memory, out, 2)) <= 3.0);
+    CHECK(largest_pack(pack_sums(costs, out, 2)) == 6.0);
+    CHECK(largest_pack(pack_sums(memory, out, 2)) <= 3.0);
     // Without the memory constraint the same start reaches 5|5.
     const std::vector<double> light{0, 0, 0, 0};
     const auto free = recover(recovery, st, costs, light, {2, 2}, {0, 0, 1, 1}, 3.0, 0.0);
-    CHECK(largest(pack_sums(costs, free, 2)) == 5.0);
+    CHECK(largest_pack(pack_sums(costs, free, 2)) == 5.0);
 }
 
 TEST_CASE("cost_recovery: a partition no costlier than the target is left alone",
@@ -103,7 +103,7 @@ TEST_CASE("cost_recovery: a partition no costlier than the target is left alone"
     CHECK(recover(recovery, st, costs, memory, {2, 2}, {0, 0, 1, 1}, 1.0, 7.0) ==
           std::vector<std::uint32_t>{0, 0, 1, 1});
     const auto out = recover(recovery, st, costs, memory, {2, 2}, {0, 0, 1, 1}, 1.0, 6.5);
-    CHECK(largest(pack_sums(costs, out, 2)) <= 6.5);
+    CHECK(largest_pack(pack_sums(costs, out, 2)) <= 6.5);
 }
 
 TEST_CASE("cost_recovery: every pack stays within budget, sizes never change, the costliest pack "
@@ -124,15 +124,15 @@ TEST_CASE("cost_recovery: every pack stays within budget, sizes never change, th
                 start[i] = static_cast<std::uint32_t>(i / shape.pack_size);
             std::shuffle(start.begin(), start.end(), gen);
             // The budget: the start's largest pack memory, so the start fits with little room.
-            const double budget = largest(pack_sums(memory, start, shape.packs));
-            const double before = largest(pack_sums(costs, start, shape.packs));
+            const double budget = largest_pack(pack_sums(memory, start, shape.packs));
+            const double before = largest_pack(pack_sums(costs, start, shape.packs));
             const double target = trial % 4 == 0 ? before * 0.9 : 0.0;
             INFO("K " << shape.packs << " B " << shape.pack_size << " n " << n << " trial "
                       << trial);
             const auto out = recover(recovery, st, costs, memory, shape, start, budget, target);
             REQUIRE(check_fill(out, window_capacities(n, shape.packs, shape.pack_size)) == "");
-            REQUIRE(largest(pack_sums(memory, out, shape.packs)) <= budget);
-            const double after = largest(pack_sums(costs, out, shape.packs));
+            REQUIRE(largest_pack(pack_sums(memory, out, shape.packs)) <= budget);
+            const double after = largest_pack(pack_sums(costs, out, shape.packs));
             REQUIRE(after <= before);
             if (after > target)
                 REQUIRE_FALSE(improving_swap_exists(costs, memory, out, shape.packs, budget));
@@ -153,12 +153,12 @@ TEST_CASE("cost_recovery: large rounds of skewed costs improve and stay within b
         const std::vector<double> memory = lognormal_costs(n, gen());
         std::vector<std::uint32_t> start(n);
         for (std::size_t i = 0; i < n; ++i) start[i] = static_cast<std::uint32_t>(i / 32);
-        const double budget = largest(pack_sums(memory, start, 16)) * 1.05;
+        const double budget = largest_pack(pack_sums(memory, start, 16)) * 1.05;
         INFO(d.name);
         const auto out = recover(recovery, st, costs, memory, shape, start, budget, 0.0);
         REQUIRE(check_fill(out, window_capacities(n, 16, 32)) == "");
-        CHECK(largest(pack_sums(memory, out, 16)) <= budget * (1 + 1e-12));
-        CHECK(largest(pack_sums(costs, out, 16)) <=
-              largest(pack_sums(costs, start, 16)) * (1 + 1e-12));
+        CHECK(largest_pack(pack_sums(memory, out, 16)) <= budget * (1 + 1e-12));
+        CHECK(largest_pack(pack_sums(costs, out, 16)) <=
+              largest_pack(pack_sums(costs, start, 16)) * (1 + 1e-12));
     }
 }

@@ -26,26 +26,26 @@ using bcl::detail::memory_repair_state;
 
 namespace {
 
-constexpr std::uint32_t untouched = 77;
+constexpr std::uint32_t untouched_pack = 77;
 
-struct outcome {
+struct search_outcome {
     bool found = false;
     std::vector<std::uint32_t> pack_of;
 };
 
-outcome search(memory_fit_search& s, memory_repair_state& st, const std::vector<double>& memory,
-               bcl::pack_shape shape, double budget) {
+search_outcome search(memory_fit_search& s, memory_repair_state& st,
+                      const std::vector<double>& memory, bcl::pack_shape shape, double budget) {
     const std::vector<double> costs(memory.size(), 1.0); // cost plays no part
     st.start(costs, memory, shape, budget);
-    outcome out;
-    out.pack_of.assign(memory.size(), untouched);
+    search_outcome out;
+    out.pack_of.assign(memory.size(), untouched_pack);
     out.found = s.run(st, out.pack_of);
     return out;
 }
 
 /// The largest pack memory of a split, summed in item order.
-double heaviest(const std::vector<double>& memory, const std::vector<std::uint32_t>& pack_of,
-                std::size_t packs) {
+double heaviest_pack_memory(const std::vector<double>& memory,
+                            const std::vector<std::uint32_t>& pack_of, std::size_t packs) {
     std::vector<double> sums(packs, 0.0);
     for (std::size_t i = 0; i < memory.size(); ++i) sums[pack_of[i]] += memory[i];
     return *std::max_element(sums.begin(), sums.end());
@@ -78,13 +78,13 @@ TEST_CASE("memory_fit_search: on up to 12 items it finds a split exactly when br
                 window_capacities(n, shape.packs, shape.pack_size);
             const double best = brute_force_min_heaviest(memory, caps);
             INFO("K " << shape.packs << " B " << shape.pack_size << " n " << n << " best " << best);
-            const outcome at = search(s, st, memory, shape, best);
+            const search_outcome at = search(s, st, memory, shape, best);
             REQUIRE(at.found);
             REQUIRE(check_fill(at.pack_of, caps) == "");
-            REQUIRE(heaviest(memory, at.pack_of, shape.packs) <= best);
-            const outcome below = search(s, st, memory, shape, best - 0.5);
+            REQUIRE(heaviest_pack_memory(memory, at.pack_of, shape.packs) <= best);
+            const search_outcome below = search(s, st, memory, shape, best - 0.5);
             REQUIRE_FALSE(below.found);
-            REQUIRE(below.pack_of == std::vector<std::uint32_t>(n, untouched));
+            REQUIRE(below.pack_of == std::vector<std::uint32_t>(n, untouched_pack));
             ++rounds;
         }
     CHECK(rounds > 100);
@@ -97,13 +97,13 @@ TEST_CASE("memory_fit_search: a fit with no room to spare is found though its su
     const double budget = 0.1 + 0.1 + 0.1;
     memory_fit_search s;
     memory_repair_state st;
-    const outcome o = search(s, st, memory, {3, 3}, budget);
+    const search_outcome o = search(s, st, memory, {3, 3}, budget);
     REQUIRE(o.found);
     CHECK(check_fill(o.pack_of, window_capacities(9, 3, 3)) == "");
     // Zeros and an item at the budget itself.
-    const outcome z = search(s, st, {0.0, 5.0, 0.0, 0.0}, {2, 2}, 5.0);
+    const search_outcome z = search(s, st, {0.0, 5.0, 0.0, 0.0}, {2, 2}, 5.0);
     REQUIRE(z.found);
-    CHECK(heaviest({0.0, 5.0, 0.0, 0.0}, z.pack_of, 2) == 5.0);
+    CHECK(heaviest_pack_memory({0.0, 5.0, 0.0, 0.0}, z.pack_of, 2) == 5.0);
 }
 
 TEST_CASE("memory_fit_search: on larger rounds it finds easy fits and gives up on impossible "
@@ -119,14 +119,14 @@ TEST_CASE("memory_fit_search: on larger rounds it finds easy fits and gives up o
         double total = 0.0;
         for (const double m : memory) total += m;
         // Room for the four largest in every pack: any split fits, the first one tried too.
-        const outcome easy = search(s, st, memory, shape, 80.0);
+        const search_outcome easy = search(s, st, memory, shape, 80.0);
         REQUIRE(easy.found);
         CHECK(check_fill(easy.pack_of, window_capacities(n, shape.packs, 4)) == "");
-        CHECK(heaviest(memory, easy.pack_of, shape.packs) <= 80.0);
+        CHECK(heaviest_pack_memory(memory, easy.pack_of, shape.packs) <= 80.0);
         // Below the average pack memory nothing fits; the search still ends.
         const double below_average = std::floor(total / static_cast<double>(shape.packs)) - 1.0;
-        const outcome none = search(s, st, memory, shape, below_average);
+        const search_outcome none = search(s, st, memory, shape, below_average);
         CHECK_FALSE(none.found);
-        CHECK(none.pack_of == std::vector<std::uint32_t>(n, untouched));
+        CHECK(none.pack_of == std::vector<std::uint32_t>(n, untouched_pack));
     }
 }

@@ -4,6 +4,7 @@
 // force, and reports a largest pack memory above the budget only when it found none.
 
 #include "support/brute_force.hpp"
+#include "support/case_count.hpp"
 #include "support/distributions.hpp"
 
 #include <bcl/detail/split/memory/memory_repair.hpp>
@@ -34,7 +35,7 @@ std::vector<double> pack_memories(const std::vector<double>& memory,
     return sums;
 }
 
-double largest(const std::vector<double>& values) {
+double largest_of(const std::vector<double>& values) {
     return values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
 }
 
@@ -69,7 +70,7 @@ std::vector<double> token_costs(const std::vector<double>& lengths) {
     return costs;
 }
 
-double total(const std::vector<double>& values) {
+double total_of(const std::vector<double>& values) {
     double sum = 0.0;
     for (const double v : values) sum += v;
     return sum;
@@ -83,7 +84,7 @@ double repair_and_check(bcl::detail::memory_repair& repair, const std::vector<do
                         std::vector<std::uint32_t>& pack_of, double budget) {
     const double result = repair(costs, memory, {packs, pack_size}, pack_of, budget);
     REQUIRE(check_fill(pack_of, window_capacities(costs.size(), packs, pack_size)) == "");
-    const double recomputed = largest(pack_memories(memory, pack_of, packs));
+    const double recomputed = largest_of(pack_memories(memory, pack_of, packs));
     REQUIRE(result == Approx(recomputed).epsilon(1e-12).margin(1e-300));
     if (result <= budget) REQUIRE(recomputed <= budget);
     return result;
@@ -114,7 +115,7 @@ TEST_CASE("The repair keeps every pack's size and every item, and returns the la
                 for (const bool independent : {false, true}) {
                     const std::vector<double> costs =
                         independent ? lognormal_costs(s.n, case_seed(seed + 1000)) : memory;
-                    const double mean = total(memory) / static_cast<double>(s.packs);
+                    const double mean = total_of(memory) / static_cast<double>(s.packs);
                     const double biggest = *std::max_element(memory.begin(), memory.end());
                     for (const double factor : {0.9, 1.0, 1.01, 1.05, 1.3, 2.0})
                         for (const bool balanced : {true, false}) {
@@ -147,7 +148,7 @@ TEST_CASE("On rounds of up to 12 items the repair finds a fit whenever one exist
     std::size_t feasible = 0;
     std::size_t infeasible = 0;
     bcl::detail::memory_repair repair;
-    for (std::size_t trial = 0; trial < 2400; ++trial) {
+    for (std::size_t trial = 0; trial < bcl_test::random_cases(2400); ++trial) {
         const std::size_t pack_size = 1 + uniform_integer(gen, 0, 5);
         const std::size_t packs = 1 + uniform_integer(gen, 0, 5);
         const std::size_t most = std::min<std::size_t>(12, packs * pack_size);
@@ -183,8 +184,8 @@ TEST_CASE("On rounds of up to 12 items the repair finds a fit whenever one exist
             REQUIRE(result > budget);
         }
     }
-    CHECK(feasible > 800);
-    CHECK(infeasible > 800);
+    CHECK(feasible > bcl_test::random_cases(800));
+    CHECK(infeasible > bcl_test::random_cases(800));
 }
 
 TEST_CASE("On rounds of 13 and 14 items, past the exhaustive search, the repair still finds a fit "
@@ -236,7 +237,7 @@ TEST_CASE("A partition that already fits comes back unchanged", "[memory-repair]
             const std::vector<std::uint32_t> given = balanced
                                                          ? balanced_by_cost(costs, packs, pack_size)
                                                          : in_arrival_order(n, pack_size);
-            const double heaviest = largest(pack_memories(memory, given, packs));
+            const double heaviest = largest_of(pack_memories(memory, given, packs));
             // At the edge (the budget equals the largest pack) and with room to spare.
             for (const double budget : {heaviest, heaviest * 1.5}) {
                 std::vector<std::uint32_t> pack_of = given;
@@ -264,7 +265,7 @@ TEST_CASE("Among the fixes, the repair keeps the cost balance: a round with a fi
     REQUIRE(result <= 15.0);
     std::vector<double> pack_cost(3, 0.0);
     for (std::size_t i = 0; i < costs.size(); ++i) pack_cost[pack_of[i]] += costs[i];
-    REQUIRE(largest(pack_cost) == 20.0);
+    REQUIRE(largest_of(pack_cost) == 20.0);
 }
 
 TEST_CASE("A round that no split fits is reported above the budget, with the best split found",
@@ -304,7 +305,7 @@ TEST_CASE("Large rounds of token lengths fit a budget 5% above the mean batch me
         // cost leaves the memory of each batch to chance (a third of the packs start over).
         const std::vector<double> lengths = token_lengths(n, 11);
         const std::vector<double> costs = token_costs(independent ? token_lengths(n, 12) : lengths);
-        const double budget = 1.05 * total(lengths) / static_cast<double>(packs);
+        const double budget = 1.05 * total_of(lengths) / static_cast<double>(packs);
         std::vector<std::uint32_t> pack_of = balanced_by_cost(costs, packs, pack_size);
         INFO((independent ? "memory independent of cost" : "memory = length"));
         const double result =
@@ -313,7 +314,7 @@ TEST_CASE("Large rounds of token lengths fit a budget 5% above the mean batch me
         std::vector<double> pack_cost(packs, 0.0);
         for (std::size_t i = 0; i < n; ++i) pack_cost[pack_of[i]] += costs[i];
         const double bound = bcl::detail::pack_lower_bound(costs, {packs, pack_size});
-        REQUIRE(largest(pack_cost) <= 1.01 * bound);
+        REQUIRE(largest_of(pack_cost) <= 1.01 * bound);
     }
 }
 
@@ -324,9 +325,9 @@ TEST_CASE("The repair is deterministic: the same round gives the same split, wha
     const std::size_t n = packs * pack_size - 5;
     const std::vector<double> lengths = token_lengths(n, 3);
     const std::vector<double> costs = token_costs(token_lengths(n, 4));
-    const double budget = 1.03 * total(lengths) / static_cast<double>(packs);
+    const double budget = 1.03 * total_of(lengths) / static_cast<double>(packs);
     const std::vector<std::uint32_t> given = balanced_by_cost(costs, packs, pack_size);
-    REQUIRE(largest(pack_memories(lengths, given, packs)) > budget); // there is work to do
+    REQUIRE(largest_of(pack_memories(lengths, given, packs)) > budget); // there is work to do
 
     bcl::detail::memory_repair fresh;
     std::vector<std::uint32_t> first = given;
@@ -336,7 +337,8 @@ TEST_CASE("The repair is deterministic: the same round gives the same split, wha
     for (std::uint64_t seed = 0; seed < 3; ++seed) {
         const std::vector<double> other = lognormal_costs(200 + 50 * seed, seed);
         std::vector<std::uint32_t> other_packs = in_arrival_order(other.size(), 10);
-        used(other, other, {(other.size() + 9) / 10, 10}, other_packs, 0.95 * total(other) / 20.0);
+        used(other, other, {(other.size() + 9) / 10, 10}, other_packs,
+             0.95 * total_of(other) / 20.0);
     }
     std::vector<std::uint32_t> second = given;
     const double second_result = used(costs, lengths, {packs, pack_size}, second, budget);

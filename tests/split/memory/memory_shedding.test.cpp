@@ -128,7 +128,9 @@ TEST_CASE("memory_shedding: a partition that fits is left alone, and reported as
     const std::vector<double> costs = uniform_costs(30, 5);
     const std::vector<std::uint32_t> start = shuffled_packs(30, 5, gen);
     const std::vector<double> before = pack_sums(memory, start, 6);
-    const double budget = *std::max_element(before.begin(), before.end());
+    // A hair above the largest pack: the state adds each pack's memory in its own order, which
+    // can round one ulp above this sum (it does with libc++'s uniform_real_distribution).
+    const double budget = *std::max_element(before.begin(), before.end()) * (1 + 1e-12);
     const shed_result r = shed(shedding, st, costs, memory, {6, 5}, start, budget);
     CHECK(r.fits);
     CHECK(r.pack_of == start);

@@ -1,3 +1,0 @@
-// Catch2 v2 test runner: provides main() for bcl-sim-tests.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>

@@ -25,7 +25,9 @@ if [[ $per_target -eq 0 ]]; then
     per_target=1
 fi
 
-configure_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBCL_BUILD_TESTS=OFF -DBCL_BUILD_BENCHMARKS=OFF
+# -O2 with line tables: a finding's stack trace needs file and line, not full debug information.
+configure_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only"
+                -DBCL_BUILD_TESTS=OFF -DBCL_BUILD_BENCHMARKS=OFF
                 -DBCL_BUILD_EXAMPLES=OFF -DBCL_BUILD_FUZZERS=ON)
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
     configure_args+=(-G Ninja "-DCMAKE_CXX_COMPILER=$cxx")

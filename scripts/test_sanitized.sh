@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The test command's second build: clang++-16 against LLVM's libc++, under ASan + UBSan, warnings
 # as errors (clang's own: -Wsign-conversion and the rest), into build-asan/. It builds and runs
-# every spec of bcl-tests one file a translation unit (so a spec that compiles only after another
-# one's includes fails here, where build/ batches them) and compiles each public header alone
+# every spec of bcl-tests (in unity batches, as build/) and compiles each public header alone
 # against libc++. The random property tests run a share of their cases here
 # (BCL_SANITIZED_CASE_DIVISOR, default 4: every kind of case, fewer seeds); build/ runs them all.
 # The benchmarks, the simulator and the examples are left to build/ (Debian's Google Benchmark
@@ -28,7 +27,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # Assertions stay on (no NDEBUG).
 configure=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -gline-tables-only"
            "-DCMAKE_CXX_FLAGS=-stdlib=libc++ $extra_flags" "-DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++"
-           -DBCL_FMT_HEADER_ONLY=ON -DBCL_SANITIZE=ON -DBCL_UNITY_TESTS=OFF
+           -DBCL_FMT_HEADER_ONLY=ON -DBCL_SANITIZE=ON -DBCL_UNITY_TESTS=ON
            -DBCL_BUILD_TESTS=ON -DBCL_BUILD_BENCHMARKS=OFF -DBCL_BUILD_EXAMPLES=OFF
            -DBCL_BUILD_TORCH=OFF)
 # A fresh tree gets Ninja and the compiler; an existing one keeps what it was configured with.

@@ -219,7 +219,7 @@ public:
     /// and its values from the lists; returns how many. The values of all of them are checked
     /// first: one that is not a real number, NaN, negative or above bcl::max_estimate is a
     /// bcl::error naming the record's position in the stream, and nothing is pushed (that value
-    /// and those after it leave their list, to be asked for again). An error the balancer raises
+    /// becomes None in its list, to be asked for again; the others stay). An error the balancer raises
     /// itself (a record over the memory budget) leaves the records before it pushed (and removed
     /// from the lists).
     std::size_t push(const py::list& intake, const py::list& values,
@@ -241,9 +241,10 @@ public:
                 list = has_memory ? &*memory : nullptr;
                 if (has_memory) m_memory[i] = read(item(*memory, i), first + i, "memory");
             } catch (...) {
-                // The bad value goes, so that the next push asks for it again (a cost that was
-                // wrong for a while, such as one read from a file being written, recovers).
-                if (list != nullptr) drop_from(*list, i);
+                // The bad value becomes None, which the stream asks for again before the next
+                // push (a cost that was wrong for a while, such as one read from a file being
+                // written, recovers); the values after it were valued already and stay.
+                if (list != nullptr) forget_value(*list, i);
                 throw;
             }
         }
@@ -323,9 +324,10 @@ private:
             throw py::error_already_set();
     }
 
-    // Removes the items of `list` from index `i` on.
-    static void drop_from(const py::list& list, std::size_t i) {
-        if (PyList_SetSlice(list.ptr(), static_cast<Py_ssize_t>(i), PY_SSIZE_T_MAX, nullptr) != 0)
+    // Puts None in place of the item of `list` at index `i`.
+    static void forget_value(const py::list& list, std::size_t i) {
+        Py_INCREF(Py_None); // PyList_SetItem steals the reference it is given
+        if (PyList_SetItem(list.ptr(), static_cast<Py_ssize_t>(i), Py_None) != 0)
             throw py::error_already_set();
     }
 

@@ -5,6 +5,7 @@ outcomes, random edits of a state, and the tally the docs cite. A trial's outcom
 
 import collections
 
+import numpy as np
 from hypothesis import strategies as st
 
 import bcl
@@ -15,6 +16,16 @@ VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
     st.text(max_size=5), st.binary(max_size=16), st.lists(st.integers(-5, 300), max_size=40),
 )  # fmt: skip
+
+
+def numpy_edits(state):
+    """(what, edited state) pairs that put numpy arrays where a state holds its fields: the format
+    as a 1-d array of itself, then each field in turn as a 0-d array holding its value."""
+    yield "format as a 1-d array", dict(state, format=np.array([state["format"]] * 2))
+    for key, value in state.items():
+        zero_d = np.empty((), dtype=object)
+        zero_d[()] = value
+        yield f"{key} as a 0-d array", dict(state, **{key: zero_d})
 
 
 def load(make, state):

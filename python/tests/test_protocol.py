@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 import bcl
 
 import forked
+import tampering
 from conftest import resealed, sequence_costs
 
 N, B = 203, 4  # not a multiple of B: the epoch ends with a short batch
@@ -173,6 +174,21 @@ def test_a_state_mid_epoch_is_resumed_whatever_set_epoch_says(make):
     resumed.load_state_dict(s.state_dict())
     resumed.set_epoch(5)
     assert list(resumed) == expected[7:]
+
+
+def test_a_numpy_array_in_a_state_field_is_a_bcl_error_that_changes_nothing(make):
+    s = make()
+    it = iter(s)
+    for _ in range(3):
+        next(it)
+    state = s.state_dict()
+    target = make()
+    next(iter(target))
+    before = target.state_dict()
+    for what, edited in tampering.numpy_edits(state):
+        with pytest.raises(bcl.Error):
+            target.load_state_dict(edited)
+        assert target.state_dict()["checksum"] == before["checksum"], what
 
 
 # -- copies ----------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ balancer takes anything of its chunk; an exception from the upstream or the cost
 unchanged and loses nothing; a length promise broken either way is a bcl.Error where it is found.
 Never a lost, duplicated or invented record, never another batch count, never a hang."""
 
+import collections
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -60,6 +61,31 @@ def test_a_bad_cost_names_the_records_position_and_changes_nothing(bad, text):
     costs[37] = 1.0  # fixed: the stream goes on with every record
     rest = list(stream)
     assert sorted(r.id for b in head + rest for r in b) == list(range(100))
+
+
+@pytest.mark.parametrize("which", ["cost", "memory"])
+@pytest.mark.parametrize("bad", [math.nan, -1.0, None, "3"])
+def test_after_a_bad_value_the_stream_asks_again_for_that_record_alone(which, bad):
+    # The chunk of record 37 is valued, 37's value refused; the next next() asks for 37's value
+    # again and keeps the values the chunk's other records gave.
+    items = records(100)
+    asked = collections.Counter()
+
+    def value(r):
+        asked[r.id] += 1
+        return bad if r.id == 37 and asked[r.id] == 1 else r.cost
+
+    options = dict(memory=value, memory_budget=1e12) if which == "memory" else {}
+    cost = value if which == "cost" else (lambda r: r.cost)
+    stream = bcl.balance(items, cost, 4, lookahead=2, **options)
+    head = []
+    with pytest.raises(bcl.Error, match=f"the {which} of record 37 of the stream is "):
+        while True:
+            head.append(next(stream))
+    rest = list(stream)
+    assert sorted(r.id for b in head + rest for r in b) == list(range(100))
+    assert asked[37] == 2
+    assert all(asked[i] == 1 for i in range(100) if i != 37), asked
 
 
 @pytest.mark.parametrize(

@@ -200,6 +200,16 @@ def test_a_tampered_state_is_refused_naming_its_field(name, words):
     assert kind == "refused" and words in detail, detail
 
 
+def test_a_numpy_array_in_a_state_field_is_a_bcl_error_that_changes_nothing():
+    state, _ = saved("sliding", 7)
+    whole = ids(drain(build("sliding")[0])[0])
+    for what, edited in tampering.numpy_edits(state):
+        stream, _ = build("sliding")
+        with pytest.raises(bcl.Error):
+            stream.load_state_dict(edited)
+        assert ids(drain(stream)[0]) == whole, what
+
+
 @settings(max_examples=40)
 @given(st.sampled_from(sorted(CONFIGS)), st.integers(0, 60), st.data())
 def test_random_edits_of_a_state_are_refused_or_exact(config, stop, data):

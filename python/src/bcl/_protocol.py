@@ -33,7 +33,7 @@ from typing import Any, Optional, Protocol
 import numpy as np
 
 from ._core import Error
-from ._state import Reader, checksum
+from ._state import Reader, checksum, format_of
 
 _SamplerBase: Any = object
 try:  # a torch.utils.data.Sampler where torch is installed (isinstance checks hold), else plain
@@ -172,7 +172,7 @@ class StatefulBatchSampler(_SamplerBase):
         self._load_checked(state, None)
 
     def _load_checked(self, state: Any, extra: Any) -> None:
-        got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
+        got = format_of(state)
         if got in self._earlier_formats:
             raise Error(
                 f"{self._who}: the state was written by an earlier bcl (format {got!r}), whose "

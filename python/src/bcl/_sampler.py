@@ -13,7 +13,7 @@ from ._core import Error
 from ._cost import AffineQuadratic
 from ._options import MEAN_COST_MODES, balancer_options, calibration_prior
 from ._protocol import StatefulBatchSampler
-from ._state import Reader, indices_digest, inner_kind
+from ._state import Reader, format_of, indices_digest, inner_kind
 
 # Identifies the layout of state_dict(). Format 3 is still read (it lacks "finished", which it
 # never was); the formats before it are refused: their balancer bytes do not name the records of
@@ -321,7 +321,7 @@ class BalancedBatchSampler(StatefulBatchSampler):
         return state
 
     def _load_checked(self, state: Any, extra: Any) -> None:
-        if isinstance(state, dict) and state.get("format") == _FORMAT_3:
+        if format_of(state) == _FORMAT_3:
             # Format 3: the same fields but "finished", which its states never were.
             read = Reader(state, _WHO)
             read.verify(_FORMAT_3_FIELDS)
@@ -337,7 +337,7 @@ class BalancedBatchSampler(StatefulBatchSampler):
         state = read.state
         self._check_same_sampler(read)
         running = read.flag("running")
-        finished = read.flag("finished") if state.get("format") == STATE_FORMAT else False
+        finished = read.flag("finished") if format_of(state) == STATE_FORMAT else False
         if running and finished:
             raise read.error("finished", "is True, but running says the epoch is under way")
         present = [key for key in _RUNNING_FIELDS if key in state]
@@ -346,6 +346,9 @@ class BalancedBatchSampler(StatefulBatchSampler):
                 "running", f"is False, but it holds a running epoch's {', '.join(present)}"
             )
         epoch, inner = read.epoch(), read.get("inner")
+        if inner is not None and not hasattr(self.sampler, "state_dict"):
+            # Only an inner sampler with a state_dict() gives a state one (see _inner_state).
+            raise read.error("inner", "holds a state, but the inner sampler keeps none")
         saved = self._read_run(read) if running else None
         carry = None if running else self._read_learned(read)
         if finished and carry is None:

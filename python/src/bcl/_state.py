@@ -24,8 +24,21 @@ def indices_digest(indices: np.ndarray) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def format_of(state: Any) -> Any:
+    """A state's "format" field, to compare with the formats a loader knows: the field itself when
+    it is a string or None, otherwise a description (the type's name, in angle brackets) that
+    equals no format, so that comparing never raises (a numpy array compared with a string gives
+    an array, whose truth is an error). A state that is not a mapping is described the same way.
+    """
+    if not isinstance(state, Mapping):
+        return f"<{type(state).__name__}>"
+    value = state.get("format")
+    return value if value is None or isinstance(value, str) else f"<{type(value).__name__}>"
+
+
 def _canonical(value: Any) -> bytes:
-    """Bytes that identify `value`, one of the types a state holds, unambiguously."""
+    """Bytes that identify `value`, one of the types a state holds, unambiguously; anything else
+    by its type's name, which no state written by state_dict() holds (so its checksum fails)."""
     if value is None:
         return b"N"
     if isinstance(value, bool):
@@ -39,6 +52,8 @@ def _canonical(value: Any) -> bytes:
         return b"S" + str(len(data)).encode() + b":" + data
     if isinstance(value, (bytes, bytearray)):
         return b"B" + str(len(value)).encode() + b":" + bytes(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return b"?ndarray0"  # a 0-d array has no len(); state_dict() writes none
     if isinstance(value, (list, tuple, np.ndarray)):
         return b"L" + str(len(value)).encode() + b"[" + b",".join(_canonical(v) for v in value)
     if isinstance(value, Mapping):

@@ -23,7 +23,7 @@ from . import _inputs as inputs
 from ._core import Error
 from ._cost import record_cost, record_value
 from ._options import OPTION_DEFAULTS, balancer_options, calibration_prior
-from ._state import Reader, checksum
+from ._state import Reader, checksum, format_of
 
 STATE_FORMAT = "bcl.balance/1"
 
@@ -152,6 +152,7 @@ class BalancedStream(Iterator[list]):
         self._intake: list = []  # records taken from upstream, not yet in the balancer
         self._values: list = []  # the costs (or lengths) of the first of them
         self._memory_values: list = []
+        self._refused: list = []  # (list, index) of a value the core refused, to ask again
         self._consumed = 0  # records taken from upstream
         self._returned = 0  # records finish() handed back
         self._ended = False  # the upstream has ended (or finish() ended the input)
@@ -218,13 +219,29 @@ class BalancedStream(Iterator[list]):
             self._value_all(self._memory_values, self._memory[0])
         if intake:
             memory = self._memory_values if self._memory is not None else None
-            self._core.push(intake, self._values, memory)
+            try:
+                self._core.push(intake, self._values, memory)
+            except Error:
+                self._note_refused(self._values, memory)
+                raise
         elif self._ended:
             self._core.finish()
 
+    def _note_refused(self, *lists: Optional[list]) -> None:
+        """Notes a value the core refused, None in its list now (the push took nothing), to be
+        asked for again; the values before it are valid, so the first None is it."""
+        for values in lists:
+            if values is not None and None in values:
+                self._refused.append((values, values.index(None)))
+
     def _value_all(self, values: list, value_of: Any) -> None:
-        """Asks `value_of` for each record of the intake not yet valued. list.extend keeps the
-        values computed before an exception, so a failure costs nothing already asked."""
+        """Asks `value_of` for each record of the intake not yet valued, and again for a value the
+        core refused. list.extend keeps the values computed before an exception, so a failure
+        costs nothing already asked."""
+        for refused, at in self._refused:
+            if refused is values:
+                values[at] = value_of(self._intake[at])
+        self._refused = [(v, at) for v, at in self._refused if v is not values]
         if len(values) < len(self._intake):
             values.extend(map(value_of, self._intake[len(values) :]))
 
@@ -270,6 +287,7 @@ class BalancedStream(Iterator[list]):
         self._intake.clear()
         self._values.clear()
         self._memory_values.clear()
+        self._refused.clear()
         self._ended = True
         core.finish()
         return back
@@ -341,7 +359,7 @@ class BalancedStream(Iterator[list]):
                 f"{_WHO}: load_state_dict() continues a saved stream in a stream that has not "
                 f"started; this one has taken {self._consumed} records from its upstream"
             )
-        got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
+        got = format_of(state)
         if got != STATE_FORMAT:
             raise Error(
                 f"{_WHO}: not a state of a stream (format {got!r}, expected {STATE_FORMAT!r})"
@@ -390,6 +408,7 @@ class BalancedStream(Iterator[list]):
         # Everything checked: kept from here on.
         self._core, self._upstream = core, upstream
         self._intake, self._values, self._memory_values = list(intake), [], []
+        self._refused = []
         self._consumed, self._returned = consumed, returned
         self._ended, self._broken = bool(core.finished), None
         self._resumed_in, self._pop = worker, None

@@ -219,9 +219,9 @@ public:
     /// and its values from the lists; returns how many. The values of all of them are checked
     /// first: one that is not a real number, NaN, negative or above bcl::max_estimate is a
     /// bcl::error naming the record's position in the stream, and nothing is pushed (that value
-    /// becomes None in its list, to be asked for again; the others stay). An error the balancer raises
-    /// itself (a record over the memory budget) leaves the records before it pushed (and removed
-    /// from the lists).
+    /// becomes None in its list, to be asked for again; the others stay). An error the balancer
+    /// raises itself (a record over the memory budget) leaves the records before it pushed (and
+    /// removed from the lists).
     std::size_t push(const py::list& intake, const py::list& values,
                      const std::optional<py::list>& memory) {
         const std::size_t n = std::min(intake.size(), room());

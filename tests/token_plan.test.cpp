@@ -6,6 +6,7 @@
 
 #include "support/case_count.hpp"
 #include "support/distributions.hpp"
+#include "support/error_message.hpp"
 
 #include <bcl/token_plan.hpp>
 
@@ -486,4 +487,239 @@ TEST_CASE("token plan: a stream's windows take records from its front, K steps o
         ++windows;
     }
     CHECK(windows > 3);
+}
+
+TEST_CASE("token plan: every step of a stream's window is a fair sample of it: records as even "
+          "as pairing micro-steps makes them, heavy records within one micro-step of the even "
+          "share",
+          "[token_plan]") {
+    // Long-context lengths (a lognormal of median T/16, a tenth of the records near T): the
+    // layout's dearest micro-steps hold the records above T/2, its cheapest the many short ones.
+    const std::size_t r = 8;
+    const std::size_t k = 8;
+    const std::size_t m = 2;
+    const std::uint64_t t_max = 131072;
+    std::mt19937_64 gen(31);
+    std::lognormal_distribution<double> body(std::log(8192.0), 1.0);
+    std::uniform_int_distribution<std::uint64_t> long_one(t_max / 2, t_max);
+    std::vector<std::uint64_t> stream(20000);
+    for (auto& t : stream)
+        t = gen() % 10 == 0
+                ? long_one(gen)
+                : std::clamp<std::uint64_t>(static_cast<std::uint64_t>(body(gen)), 1, t_max);
+    bcl::token_planner planner;
+    micro_slots out(stream.size());
+    std::size_t first = 0;
+    double spread_sum = 0.0;
+    double paired_sum = 0.0;
+    std::size_t windows = 0;
+    while (stream.size() - first > 4 * r * k * m) {
+        const auto rest = std::span<const std::uint64_t>(stream).subspan(first);
+        const auto s =
+            planner.plan_stream(rest, {}, {.ranks = r, .max_tokens = t_max}, m, k, false, {}, out);
+        std::vector<std::uint64_t> step_records(k, 0);
+        std::vector<std::uint64_t> step_heavy(k, 0);
+        std::vector<std::uint64_t> micro_records(k * m, 0);
+        std::vector<std::uint64_t> micro_heavy(k * m, 0);
+        std::uint64_t heavy = 0;
+        for (std::size_t i = 0; i < s.records; ++i) {
+            const bool is_heavy = 2 * rest[i] > t_max;
+            ++step_records[out[i].step];
+            step_heavy[out[i].step] += is_heavy;
+            ++micro_records[out[i].step * m + out[i].micro];
+            micro_heavy[out[i].step * m + out[i].micro] += is_heavy;
+            heavy += is_heavy;
+        }
+        // Heavy records: the fullest step at most R (one micro-step's worth) above ceil(h/K).
+        CAPTURE(windows, heavy, step_heavy);
+        REQUIRE(*std::max_element(step_heavy.begin(), step_heavy.end()) <= (heavy + k - 1) / k + r);
+        // Records: pairing the richest micro-step with the poorest is the best deal of pairs.
+        std::sort(micro_records.begin(), micro_records.end());
+        std::vector<std::uint64_t> paired(k);
+        for (std::size_t j = 0; j < k; ++j)
+            paired[j] = micro_records[j] + micro_records[2 * k - 1 - j];
+        const auto spread = [](const std::vector<std::uint64_t>& v) {
+            const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+            return static_cast<double>(*hi) / static_cast<double>(*lo);
+        };
+        spread_sum += spread(step_records);
+        paired_sum += spread(paired);
+        first += s.records;
+        ++windows;
+    }
+    CAPTURE(windows, spread_sum / static_cast<double>(windows),
+            paired_sum / static_cast<double>(windows));
+    REQUIRE(windows >= 10);
+    CHECK(spread_sum <= paired_sum + 0.1 * static_cast<double>(windows));
+}
+
+TEST_CASE("token plan: held batches pooled over K steps deal their micro-steps fairly too, and "
+          "where groups bind a step they stay",
+          "[token_plan]") {
+    std::mt19937_64 gen(12);
+    std::vector<std::uint64_t> tokens(2000);
+    for (auto& t : tokens) t = gen() % 5 == 0 ? 9000 + gen() % 7000 : 1 + gen() % 1500;
+    const bcl::token_budget b{.ranks = 4, .max_tokens = 16384};
+    bcl::token_planner planner;
+    micro_slots out(tokens.size());
+    const auto s = planner.plan_held(tokens, {}, {}, b, 4, {}, out);
+    check_plan(tokens, {}, b, {}, out, s);
+    std::vector<std::uint64_t> step_heavy(4, 0);
+    std::uint64_t heavy = 0;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        step_heavy[out[i].step] += 2 * tokens[i] > b.max_tokens;
+        heavy += 2 * tokens[i] > b.max_tokens;
+    }
+    CAPTURE(heavy, step_heavy);
+    CHECK(*std::max_element(step_heavy.begin(), step_heavy.end()) <= (heavy + 3) / 4 + b.ranks);
+    // Groups kept to a rank (and so to a step): each group's records share one step still.
+    std::vector<std::uint64_t> groups(tokens.size());
+    for (std::size_t i = 0; i < groups.size(); ++i) groups[i] = i / 3;
+    const auto g = planner.plan_held(tokens, {}, groups, b, 4, {}, out);
+    check_plan(tokens, groups, b, {}, out, g);
+}
+
+TEST_CASE("token plan: ranks short of records get empty micro-batches with "
+          "allow_empty_micro_batches, and only where no plan without them exists",
+          "[token_plan]") {
+    // 17 records that need a micro-batch each cannot give 8 ranks equal non-empty counts.
+    const std::vector<std::uint64_t> tokens(17, 100000);
+    const bcl::token_budget b{.ranks = 8, .max_tokens = 131072};
+    bcl::token_planner planner;
+    micro_slots out(tokens.size(), bcl::micro_slot{9, 9, 9});
+    const micro_slots untouched = out;
+    const std::string message = bcl_test::bcl_error_message(
+        [&] { (void)planner.plan_held(tokens, {}, {}, b, 1, {}, out); });
+    CHECK_THAT(message, Contains("17 records") && Contains("allow_empty_micro_batches") &&
+                            Contains("padding=\"empty\""));
+    CHECK(out == untouched);
+    bcl::token_plan_options pad;
+    pad.allow_empty_micro_batches = true;
+    const auto s = planner.plan_held(tokens, {}, {}, b, 1, pad, out);
+    CHECK(s.micro_batches == 3);
+    CHECK(s.padding == 3 * 8 - 17);
+    std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> cells;
+    for (const bcl::micro_slot& slot : out) {
+        REQUIRE(slot.micro < 3);
+        REQUIRE(slot.rank < 8);
+        cells.insert({slot.step, slot.micro, slot.rank});
+    }
+    CHECK(cells.size() == 17); // each record alone: none of them shares a micro-batch
+
+    // Random small batches: where a plan without empty micro-batches exists the option changes
+    // nothing; where none does, every record is planned once, no micro-batch above T, and the
+    // summary counts the empty ones.
+    std::mt19937_64 gen(44);
+    std::size_t padded_plans = 0;
+    for (std::size_t trial = 0; trial < bcl_test::random_cases(400); ++trial) {
+        const std::size_t r = 1 + gen() % 8;
+        const std::size_t steps = 1 + gen() % 3;
+        const std::uint64_t t_max = 100;
+        std::vector<std::uint64_t> t(1 + gen() % 40);
+        for (auto& x : t) x = gen() % 2 == 0 ? 51 + gen() % 50 : 1 + gen() % 100;
+        const bcl::token_budget tb{.ranks = r, .max_tokens = t_max, .multiple_of = 1 + gen() % 2};
+        micro_slots strict(t.size());
+        micro_slots padded(t.size());
+        CAPTURE(trial, r, steps, t);
+        bool strict_plans = true;
+        bcl::token_plan_summary ss;
+        try {
+            ss = planner.plan_held(t, {}, {}, tb, steps, {}, strict);
+        } catch (const bcl::error&) {
+            strict_plans = false;
+        }
+        const auto ps = planner.plan_held(t, {}, {}, tb, steps, pad, padded);
+        if (strict_plans) {
+            REQUIRE(ps.padding == 0);
+            REQUIRE(padded == strict);
+            REQUIRE(ps.digest == ss.digest);
+            continue;
+        }
+        ++padded_plans;
+        REQUIRE(ps.micro_batches % tb.multiple_of == 0);
+        std::map<cell_key, std::uint64_t> used;
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            REQUIRE(padded[i].step < ps.steps);
+            REQUIRE(padded[i].micro < ps.micro_batches);
+            REQUIRE(padded[i].rank < r);
+            used[{padded[i].step, padded[i].micro, padded[i].rank}] += t[i];
+        }
+        for (const auto& [cell, sum] : used) REQUIRE(sum <= t_max);
+        REQUIRE(ps.padding == ps.micro_steps * r - used.size());
+        REQUIRE(ps.padding > 0);
+    }
+    CHECK(padded_plans >= bcl_test::random_cases(400) / 10);
+}
+
+TEST_CASE("token plan: pad_to_multiple_of counts each record as its length rounded up, for the "
+          "budget and the default cost",
+          "[token_plan]") {
+    // Lengths 5, 7 and 9 padded to multiples of 4 are 8, 8 and 12: two fit T = 16 together only
+    // as 8 + 8; unpadded, 7 + 9 fit too.
+    const std::vector<std::uint64_t> tokens{5, 7, 9, 9};
+    const bcl::token_budget b{.ranks = 1, .max_tokens = 16};
+    bcl::token_planner planner;
+    micro_slots out(tokens.size());
+    bcl::token_plan_options cp;
+    cp.pad_to_multiple_of = 4;
+    const auto s = planner.plan_held(tokens, {}, {}, b, 1, cp, out);
+    CHECK(s.tokens == 8 + 8 + 12 + 12);
+    CHECK(s.micro_steps == 3); // 12 | 12 | 8 + 8
+    std::map<std::uint32_t, std::uint64_t> padded;
+    for (std::size_t i = 0; i < tokens.size(); ++i) padded[out[i].micro] += (tokens[i] + 3) / 4 * 4;
+    for (const auto& [micro, sum] : padded) CHECK(sum <= 16);
+    CHECK(planner.plan_held(tokens, {}, {}, b, 1, {}, out).micro_steps == 2);
+    // The default cost is the padded length's: (8 + 8 + 12 + 12) tokens' worth.
+    const double padded_cost = 2 * default_cost(8) + 2 * default_cost(12);
+    CHECK(s.cost_of(s.total) == Approx(padded_cost).epsilon(1e-9));
+    // A record padded above T is refused naming its padded length, or alone with
+    // oversized_alone.
+    const std::vector<std::uint64_t> near{15, 3};
+    micro_slots two(2);
+    CHECK(planner
+              .plan_held(near, {}, {}, {.ranks = 1, .max_tokens = 16}, 1, {.pad_to_multiple_of = 8},
+                         two)
+              .micro_steps == 2); // 16 | 8
+    CHECK_THAT(bcl_test::bcl_error_message([&] {
+                   (void)planner.plan_held(near, {}, {}, {.ranks = 1, .max_tokens = 14}, 1,
+                                           {.pad_to_multiple_of = 8}, two);
+               }),
+               Contains("record 0 has 15 tokens (16 padded to a multiple of 8), above max_tokens "
+                        "(14)"));
+    // 0 and above T are errors naming the field; nothing is written.
+    for (const std::uint64_t bad : {std::uint64_t{0}, std::uint64_t{17}}) {
+        micro_slots kept(tokens.size(), bcl::micro_slot{7, 7, 7});
+        const micro_slots before = kept;
+        CHECK_THAT(bcl_test::bcl_error_message([&] {
+                       (void)planner.plan_held(tokens, {}, {}, b, 1, {.pad_to_multiple_of = bad},
+                                               kept);
+                   }),
+                   Contains("pad_to_multiple_of is " + std::to_string(bad)));
+        CHECK(kept == before);
+        CHECK_THAT(bcl_test::bcl_error_message([&] {
+                       (void)planner.plan_stream(tokens, {}, b, 1, 1, true,
+                                                 {.pad_to_multiple_of = bad}, kept);
+                   }),
+                   Contains("pad_to_multiple_of is " + std::to_string(bad)));
+        CHECK(kept == before);
+    }
+}
+
+TEST_CASE("token plan: a stream's last window pads with empty micro-batches where its records "
+          "are too few",
+          "[token_plan]") {
+    // Three records of T tokens left at the stream's end, two ranks: two micro-steps, one empty.
+    const std::vector<std::uint64_t> tokens(3, 1000);
+    const bcl::token_budget b{.ranks = 2, .max_tokens = 1000};
+    bcl::token_planner planner;
+    micro_slots out(tokens.size());
+    CHECK_THAT(bcl_test::bcl_error_message(
+                   [&] { (void)planner.plan_stream(tokens, {}, b, 2, 2, true, {}, out); }),
+               Contains("allow_empty_micro_batches"));
+    bcl::token_plan_options pad;
+    pad.allow_empty_micro_batches = true;
+    const auto s = planner.plan_stream(tokens, {}, b, 2, 2, true, pad, out);
+    CHECK(s.records == 3);
+    CHECK(s.micro_steps == 2);
+    CHECK(s.padding == 1);
 }

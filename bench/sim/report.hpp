@@ -199,6 +199,9 @@ inline nlohmann::ordered_json token_policy_json(const policy_result& p) {
             {"speedup_vs_none", p.speedup_vs_none},
             {"padding_micro_batches", m.padding},
             {"peak_micro_batch_tokens", m.peak_micro_tokens},
+            {"step_records_spread", m.step_records_spread},
+            {"step_heavy_excess", m.step_heavy_excess},
+            {"step_cost_spread", m.step_cost_spread},
             {"steps", m.steps},
             {"records", m.records},
             {"note", p.extras.note}};
@@ -354,16 +357,17 @@ inline void print_token_table(const cli_options& opt, const sim_result& res) {
                    *t.micro_batches, cfg.lookahead);
     fmt::print("         {} steps, seed {}, records above T {}; global_fixed's B = {}\n", cfg.steps,
                cfg.seed, t.oversized_alone ? "alone" : "refused", res.fixed_batch);
-    fmt::print("\n{:<14}{:>11}{:>10}{:>9}{:>7}{:>8}{:>9}{:>7}{:>9}{:>10}{:>9}\n", "policy",
-               "efficiency", "imbalance", "micro", "bound", "within1", "over_bud", "delay",
-               "speedup", "peak_tok", "time_s");
+    fmt::print("\n{:<14}{:>11}{:>10}{:>9}{:>7}{:>8}{:>9}{:>7}{:>9}{:>10}{:>8}{:>8}{:>9}\n",
+               "policy", "efficiency", "imbalance", "micro", "bound", "within1", "over_bud",
+               "delay", "speedup", "peak_tok", "spread", "heavy+", "time_s");
     for (const auto& p : res.policies) {
         const bcl_sim::token_metrics& m = *p.tokens;
-        fmt::print(
-            "{:<14}{:>11.4f}{:>10.3f}{:>9}{:>7}{:>8.3f}{:>9}{:>7}{:>9.3f}{:>10.0f}{:>9.2f}\n",
-            p.name, m.efficiency, m.imbalance, m.micro_steps, m.micro_steps_bound,
-            m.steps_within_one_of_bound, m.over_budget, p.extras.max_delay_batches,
-            p.speedup_vs_none, m.peak_micro_tokens, p.seconds);
+        fmt::print("{:<14}{:>11.4f}{:>10.3f}{:>9}{:>7}{:>8.3f}{:>9}{:>7}{:>9.3f}{:>10.0f}{:>8.2f}"
+                   "{:>8.2f}{:>9.2f}\n",
+                   p.name, m.efficiency, m.imbalance, m.micro_steps, m.micro_steps_bound,
+                   m.steps_within_one_of_bound, m.over_budget, p.extras.max_delay_batches,
+                   p.speedup_vs_none, m.peak_micro_tokens, m.step_records_spread,
+                   m.step_heavy_excess, p.seconds);
     }
     fmt::print("\n");
     for (const std::string_view line : {
@@ -379,6 +383,10 @@ inline void print_token_table(const cli_options& opt, const sim_result& res) {
              "over_bud: micro-batches above T tokens; delay: the most steps a record moved from "
              "the step it was drawn in; speedup: efficiency over none's; peak_tok: the most "
              "tokens of one micro-batch",
+             "spread: the mean over windows of K steps of the most records a step trains over "
+             "the fewest (step_records_spread); heavy+: the mean over windows of the records "
+             "above T/2 its fullest step holds beyond the even share ceil(h/K) "
+             "(step_heavy_excess)",
          })
         print_wrapped(line);
     print_notes(res);

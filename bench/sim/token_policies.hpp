@@ -261,7 +261,8 @@ struct token_run {
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<token_runner> runner = entry.make(ctx);
     token_metrics_accumulator acc(entry.name, ctx.ranks,
-                                  static_cast<double>(*ctx.tokens.max_tokens), runner->pads());
+                                  static_cast<double>(*ctx.tokens.max_tokens), runner->pads(),
+                                  ctx.lookahead);
     for (std::size_t first = 0; first < steps;) {
         const token_block block = runner->run(first, steps - first);
         if (block.steps.empty() || block.steps.size() > steps - first)

@@ -131,6 +131,7 @@ public:
         mb.tokens += tokens;
         mb.cost += tokens == x.length ? x.cost : m_ctx->cost(tokens);
         ++mb.pieces;
+        mb.heavy += 2 * tokens > static_cast<double>(*m_ctx->tokens.max_tokens) ? 1 : 0;
         if (!first_piece) return;
         ++m_records;
         const std::uint64_t step = m_first + t;

@@ -289,6 +289,8 @@ struct token_epoch_share {
     std::size_t micro_steps = 0;       ///< micro-batches each rank runs
     std::size_t micro_steps_bound = 0; ///< the sum of the windows' token bounds
     std::size_t oversized = 0;         ///< records above T, alone in a micro-batch
+    std::size_t padding = 0;           ///< empty micro-batches of every rank (allow_empty_...)
+    std::size_t repeated = 0;          ///< records of the order's start planned again at its end
     double total = 0.0;                ///< the records' costs, in cost units
     double objective = 0.0;            ///< the sum over micro-steps of the dearest micro-batch
 
@@ -311,16 +313,21 @@ public:
     /// the default L + L^2/24576): windows of `lookahead` (K) steps of `micro_batches` (M)
     /// micro-batches on every rank, each window the records of the order that fill it
     /// (bcl::token_planner::plan_stream), the last window what is left in as few micro-steps as
-    /// fit (with the window before it, when what is left is too few records to plan alone; an
-    /// epoch that still cannot fill every rank's micro-batches, e.g. an odd count of records of
-    /// T tokens each on two ranks, is refused). `out` is written only on success. Throws bcl::error
-    /// (prefixed with `who`) for an index without tokens, a rank not below R, and what plan_stream
-    /// throws. O(N log N).
+    /// fit (with the window before it, when what is left is too few records to plan alone).
+    /// An epoch that still cannot fill every rank's micro-batches (e.g. an odd count of records
+    /// of T tokens each on two ranks) gets empty micro-batches with
+    /// opt.allow_empty_micro_batches; else, with `repeat_to_fill`, its last window takes the
+    /// order's first records again, as DistributedSampler pads its order: the fewest that plan
+    /// (tried one by one up to R*m, one of which makes the count a multiple of R*m, then
+    /// doubling), only that window planned again for each; else it is refused. `out` is written
+    /// only on success. Throws bcl::error (prefixed with `who`) for an index without tokens, a
+    /// rank not below R, and what plan_stream throws. O(N log N).
     template <class Index>
     void share(std::span<const std::uint64_t> tokens, std::span<const double> costs,
                std::span<const Index> order, const token_budget& budget, std::size_t micro_batches,
                std::size_t lookahead, std::size_t rank, const token_plan_options& opt,
-               token_epoch_share<Index>& out, std::string_view who = "bcl::token_epoch_planner") {
+               token_epoch_share<Index>& out, std::string_view who = "bcl::token_epoch_planner",
+               bool repeat_to_fill = false) {
         static_assert(std::is_integral_v<Index>, "dataset indices are integers");
         if (rank >= budget.ranks)
             throw error(std::string(who) + ": rank " + std::to_string(rank) + " of " +
@@ -343,7 +350,9 @@ public:
             std::uint64_t running = 0;
             for (std::size_t i = first; i < n; ++i) {
                 const std::size_t index = checked_index(order[i], tokens.size(), who);
-                const std::uint64_t t = std::min(tokens[index], budget.max_tokens);
+                const std::uint64_t t =
+                    std::min(detail::tokens::padded_length(tokens[index], opt.pad_to_multiple_of),
+                             budget.max_tokens);
                 if (running + t > capacity) break;
                 running += t;
                 m_tokens.push_back(tokens[index]);
@@ -361,23 +370,73 @@ public:
             }
             const bool last = end == n;
             m_slots.resize(m_tokens.size());
-            const token_plan_summary s = m_planner.plan_stream(
-                m_tokens, m_costs, budget, micro_batches, lookahead, last, opt, m_slots, who);
+            std::span<const Index> window = order.subspan(first);
+            std::vector<Index> repeated; // the last window's records and the order's first
+            token_plan_summary s;
+            try {
+                s = m_planner.plan_stream(m_tokens, m_costs, budget, micro_batches, lookahead, last,
+                                          opt, m_slots, who);
+            } catch (const error&) {
+                if (!last || !repeat_to_fill) throw;
+                const std::size_t count = fill_by_repeating(tokens, costs, order, first, budget,
+                                                            micro_batches, lookahead, opt, who);
+                if (count == 0) throw;
+                repeated.assign(window.begin(), window.end());
+                repeated.insert(repeated.end(), order.begin(),
+                                order.begin() + static_cast<std::ptrdiff_t>(count));
+                window = repeated;
+                share.repeated = count;
+                s = m_planner.summary();
+            }
             share.digest = token_plan_digest(std::span<const micro_slot>(m_slots).first(s.records),
                                              share.digest);
             ++share.windows;
             share.micro_steps += s.micro_steps;
             share.micro_steps_bound += s.micro_steps_bound;
             share.oversized += s.oversized;
+            share.padding += s.padding;
             share.total += s.cost_of(s.total);
             share.objective += s.cost_of(s.objective);
-            keep_rank(order.subspan(first, s.records), s, rank, share);
-            first += s.records;
+            keep_rank(window.first(s.records), s, rank, share);
+            first += std::min(s.records, n - first);
         }
         out = std::move(share);
     }
 
 private:
+    // The fewest of the order's first records that, planned again after the records from
+    // `first` on (the epoch's last window), let it plan: 1, 2, ... up to R*m, then doubling, up
+    // to the order's length. 0 if none does. The plan of the count found is left in m_planner
+    // and m_slots.
+    template <class Index>
+    std::size_t fill_by_repeating(std::span<const std::uint64_t> tokens,
+                                  std::span<const double> costs, std::span<const Index> order,
+                                  std::size_t first, const token_budget& budget,
+                                  std::size_t micro_batches, std::size_t lookahead,
+                                  const token_plan_options& opt, std::string_view who) {
+        const std::size_t rest = order.size() - first;
+        const std::size_t one_by_one = budget.ranks * budget.multiple_of;
+        for (std::size_t count = 1; count <= order.size();
+             count = count < one_by_one ? count + 1 : 2 * count) {
+            m_tokens.resize(rest);
+            m_costs.resize(costs.empty() ? 0 : rest);
+            for (std::size_t k = 0; k < count; ++k) {
+                const std::size_t index = checked_index(order[k], tokens.size(), who);
+                m_tokens.push_back(tokens[index]);
+                if (!costs.empty()) m_costs.push_back(costs[index]);
+            }
+            m_slots.resize(m_tokens.size());
+            try {
+                (void)m_planner.plan_stream(m_tokens, m_costs, budget, micro_batches, lookahead,
+                                            true, opt, m_slots, who);
+                return count;
+            } catch (const error&) {
+                // This count does not plan: the next.
+            }
+        }
+        return 0;
+    }
+
     template <class Index>
     [[nodiscard]] static std::size_t checked_index(Index index, std::size_t table,
                                                    std::string_view who) {

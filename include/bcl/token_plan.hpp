@@ -12,6 +12,7 @@
 #include <bcl/detail/tokens/cell_packer.hpp>
 #include <bcl/detail/tokens/first_fit.hpp>
 #include <bcl/detail/tokens/micro_layout.hpp>
+#include <bcl/detail/tokens/step_dealer.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
@@ -51,6 +52,16 @@ struct token_plan_options {
     /// 1 (the default) packs as many as fit; less leaves room that balance can use, at the price
     /// of more micro-steps (docs/tokens.md measures the trade).
     double max_fill = 1.0;
+    /// Records too few (or too large) to give every rank a record in each of its micro-batches:
+    /// false (the default) refuses the plan; true gives the ranks short of records empty
+    /// micro-batches (padding, which a trainer runs as a step of zero weight that still joins
+    /// the collectives), every rank still the same count, the summary's `padding` counting them.
+    /// Only where no plan without them exists.
+    bool allow_empty_micro_batches = false;
+    /// Each record counts as its length rounded up to a multiple of this, for the budget and for
+    /// the default cost: context-parallel trainers pad each sequence to a multiple of 2 * CP.
+    /// 1 (the default) counts lengths as they are; 0, or above max_tokens, is an error.
+    std::uint64_t pad_to_multiple_of = 1;
 };
 
 /// Where one record goes: the step of the plan (0 is the first), its micro-batch in that step
@@ -91,6 +102,7 @@ struct token_plan_summary {
     std::size_t micro_steps_bound = 0; ///< the fewest the tokens allow: ceil(tokens / (R*T))
     std::uint64_t tokens = 0;          ///< the records' tokens
     std::size_t oversized = 0;         ///< records above T, each alone in a micro-batch
+    std::size_t padding = 0;           ///< empty micro-batches (allow_empty_micro_batches)
     double unit = 1.0;                 ///< cost units per fixed-point unit
     std::uint64_t total = 0;           ///< the records' costs
     std::uint64_t objective = 0;       ///< the sum over micro-steps of the dearest micro-batch
@@ -162,30 +174,50 @@ public:
                         "or none");
         if (n == 0) throw error(std::string(who) + ": no records to plan");
         check_records_count(n, who);
+        check_padding(opt, budget, who);
+        m_allow_empty = false;
         detail::tokens::read_records(tokens, costs, budget.max_tokens, opt.oversized_alone, who,
-                                     m_records);
+                                     m_records, opt.pad_to_multiple_of);
         make_units(groups, opt.group_together, budget.max_tokens, who);
         const std::uint64_t total_tokens = sum(m_unit_tokens);
         const std::size_t r = budget.ranks;
         const std::size_t m = budget.multiple_of;
         const std::size_t bound = ceil_div(total_tokens, budget.max_tokens * r);
-        std::size_t micro = round_up(std::max<std::size_t>(ceil_div(bound, steps), 1), m);
-        // Every cell must hold a record (a group, when groups keep to one micro-batch).
-        // Every cell must hold one unit at least.
+        const std::size_t least = round_up(std::max<std::size_t>(ceil_div(bound, steps), 1), m);
+        // Every cell must hold one unit at least (a record; a group with group_together).
         const std::size_t most = m_unit_tokens.size() / (r * steps);
         const bool by_rank = !groups.empty() && !opt.group_together;
-        for (; micro <= most; micro += m) {
-            if (plan_cells(r, steps, micro, budget.max_tokens, by_rank)) {
-                finish(out, summary_of(r, steps, micro, bound, total_tokens));
-                return m_summary;
-            }
+        const auto plans = [&](std::size_t count) {
+            return plan_cells(r, steps, count, budget.max_tokens, by_rank);
+        };
+        std::size_t micro = least_count(least, most, m, plans);
+        if (micro == 0 && opt.allow_empty_micro_batches) {
+            // With room for every unit alone, a plan always exists: LPT gives each its own cell.
+            m_allow_empty = true;
+            micro = least_count(least, round_up(ceil_div(m_unit_tokens.size(), r * steps), m), m,
+                                plans);
         }
-        throw error(std::string(who) + ": " + std::to_string(n) + " records (" +
-                    std::to_string(total_tokens) + " tokens) do not fill " + std::to_string(r) +
+        if (micro != 0) {
+            finish(out, summary_of(r, steps, micro, bound, total_tokens));
+            return m_summary;
+        }
+        const std::string units = groups.empty()
+                                      ? std::to_string(n) + " records"
+                                      : std::to_string(m_group_tokens.size()) + " groups (" +
+                                            std::to_string(n) + " records)";
+        const std::string what = groups.empty() ? "records" : "groups";
+        throw error(std::string(who) + ": " + units + " of " + std::to_string(total_tokens) +
+                    " tokens do not fill " + std::to_string(r) +
                     " ranks' micro-batches of at most " + std::to_string(budget.max_tokens) +
                     " tokens in " + std::to_string(steps) + " step" + (steps == 1 ? "" : "s") +
-                    ", a multiple of " + std::to_string(m) +
-                    " each and none empty: too few records, or too many tokens for so few");
+                    ", a multiple of " + std::to_string(m) + " each and none empty: too few " +
+                    what + ", or too many tokens for so few" +
+                    (groups.empty() || opt.group_together
+                         ? ""
+                         : " (a group's records share one rank and step)") +
+                    "; allow_empty_micro_batches (Python: padding=\"empty\") gives the ranks "
+                    "short of " +
+                    what + " empty micro-batches");
     }
 
     /// Plans one window of a stream of steps: `steps` (K) steps of `micro_batches` (M, a multiple
@@ -222,22 +254,37 @@ public:
             throw error(std::string(who) + ": the plan has " + std::to_string(out.size()) +
                         " slots for up to " + std::to_string(n) + " records");
         check_records_count(n, who);
-        detail::tokens::read_records(tokens, costs, budget.max_tokens, opt.oversized_alone, who,
-                                     m_records);
-        make_units({}, false, budget.max_tokens, who);
+        check_padding(opt, budget, who);
+        m_allow_empty = false;
+        if (!costs.empty() && costs.size() != n)
+            throw error(std::string(who) + ": " + std::to_string(costs.size()) + " costs for " +
+                        std::to_string(n) +
+                        " records; give one cost per record, or none for the default "
+                        "L + L^2/24576");
         const std::size_t full = r * steps * micro_batches;
         const std::uint64_t capacity = full * budget.max_tokens;
         const auto filled =
             static_cast<std::uint64_t>(std::floor(opt.max_fill * static_cast<double>(capacity)));
         // The most records that the window's tokens allow, in stream order: up to max_fill of
         // its capacity, and one a micro-batch at least while the capacity holds them (records of
-        // at most T tokens always fill the window that far).
+        // at most T tokens always fill the window that far). A record above T counts as T.
+        // Only these are read (and checked): a caller may hand the whole rest of its stream.
         std::size_t fit = 0;
         std::uint64_t running = 0;
-        while (fit < n && running + m_records.tokens[fit] <= capacity &&
-               (running + m_records.tokens[fit] <= filled || fit < full))
-            running += m_records.tokens[fit++];
-        if (last && fit == n) return plan_rest(out, budget, micro_batches, who);
+        for (; fit < n; ++fit) {
+            const std::uint64_t t =
+                std::min(detail::tokens::padded_length(tokens[fit], opt.pad_to_multiple_of),
+                         budget.max_tokens);
+            if (running + t > capacity || (running + t > filled && fit >= full)) break;
+            running += t;
+        }
+        // At the stream's end every record left may join the window, so all are read.
+        const std::size_t read = last ? n : fit;
+        detail::tokens::read_records(tokens.first(read), costs.empty() ? costs : costs.first(read),
+                                     budget.max_tokens, opt.oversized_alone, who, m_records,
+                                     opt.pad_to_multiple_of);
+        make_units({}, false, budget.max_tokens, who);
+        if (last && fit == n) return plan_rest(out, budget, micro_batches, opt, who);
         if (fit < full)
             throw error(std::string(who) + ": " + std::to_string(fit) +
                         " records fit the window, fewer than its " + std::to_string(full) +
@@ -273,7 +320,7 @@ public:
                         std::to_string(budget.max_tokens) + " tokens, one record each at least");
         // At the stream's end, records left after this window that cannot fill every rank's
         // micro-batches alone (too few for the micro-steps their tokens need) join it.
-        if (last && !tail_plans(lo, budget)) return plan_rest(out, budget, micro_batches, who);
+        if (last && !tail_plans(lo, budget)) return plan_rest(out, budget, micro_batches, opt, who);
         // The last LPT deal tried is mostly this prefix's: then plan_cells() keeps it.
         const bool dealt = m_last_packed == lo;
         keep_prefix(lo);
@@ -285,6 +332,9 @@ public:
                           window_tokens));
         return m_summary;
     }
+
+    /// The summary of the last plan made (plan_held's or plan_stream's return value).
+    [[nodiscard]] const token_plan_summary& summary() const noexcept { return m_summary; }
 
 private:
     static void check_budget(const token_budget& b, std::size_t steps, std::string_view who) {
@@ -301,6 +351,14 @@ private:
                         std::to_string(steps) + " steps is above the " +
                         std::to_string(max_plan_records) + " cells a plan may hold");
     }
+    static void check_padding(const token_plan_options& opt, const token_budget& b,
+                              std::string_view who) {
+        if (opt.pad_to_multiple_of == 0 || opt.pad_to_multiple_of > b.max_tokens)
+            throw error(std::string(who) + ": pad_to_multiple_of is " +
+                        std::to_string(opt.pad_to_multiple_of) +
+                        "; it must be at least 1 and at most max_tokens (" +
+                        std::to_string(b.max_tokens) + ")");
+    }
     static void check_records_count(std::size_t n, std::string_view who) {
         if (n > max_plan_records)
             throw error(std::string(who) + ": " + std::to_string(n) + " records, above the " +
@@ -312,6 +370,41 @@ private:
     [[nodiscard]] static std::size_t round_up(std::size_t a, std::size_t m) noexcept {
         return (a + m - 1) / m * m;
     }
+    // The least count, a multiple of `m` in [least, most], at which `plans(count)` plans, or 0
+    // if none does: `plans` at `least`, then at counts that climb by m, 2m, 4m, ... (capped at
+    // `most`) until one plans, then halving the gap between the last that did not and the first
+    // that did. The deals tried grow with the logarithm of the gap to `least`: counts near the
+    // bound plan in one or two, a batch of records above T/2 (twice the bound) in a few dozen.
+    // Planning is monotone in the count as a rule (more cells, more room); where it is not, the
+    // count found plans, and no count below it that was tried does. `plans` leaves the plan of
+    // its last success in place, so the count found is planned again where the last try failed.
+    template <class Plans>
+    static std::size_t least_count(std::size_t least, std::size_t most, std::size_t m,
+                                   Plans&& plans) {
+        if (least > most) return 0;
+        if (plans(least)) return least;
+        std::size_t failed = least; // the largest count known not to plan
+        std::size_t found = 0;      // the least count known to plan
+        for (std::size_t climb = m;; climb *= 2) {
+            const std::size_t count = std::min(round_up(failed + climb, m), most / m * m);
+            if (count <= failed) return 0;
+            if (plans(count)) {
+                found = count;
+                break;
+            }
+            failed = count;
+            if (count == most / m * m) return 0;
+        }
+        bool last_planned = true;
+        while (found - failed > m) {
+            const std::size_t mid = failed + (found - failed) / m / 2 * m;
+            last_planned = plans(mid);
+            (last_planned ? found : failed) = mid;
+        }
+        if (!last_planned) (void)plans(found);
+        return found;
+    }
+
     [[nodiscard]] static std::uint64_t sum(std::span<const std::uint64_t> v) noexcept {
         return std::accumulate(v.begin(), v.end(), std::uint64_t{0});
     }
@@ -361,12 +454,17 @@ private:
                     m_records.alone[i] != 0 && m_group_tokens[group] == max_tokens &&
                     ((k > 0 && m_group_of[m_sorted[k - 1]] == group) ||
                      (k + 1 < n && m_group_of[m_sorted[k + 1]] == group));
-                if (m_group_tokens[group] > max_tokens || alone_with_others)
+                if (alone_with_others)
+                    throw error(std::string(who) + ": group " + std::to_string(groups[i]) +
+                                " holds record " + std::to_string(i) + ", above max_tokens (" +
+                                std::to_string(max_tokens) +
+                                ") and so alone in its micro-batch, beside other records, and "
+                                "group_together keeps a group's records in one micro-batch");
+                if (m_group_tokens[group] > max_tokens)
                     throw error(std::string(who) + ": group " + std::to_string(groups[i]) +
                                 " has " + std::to_string(m_group_tokens[group]) +
-                                " tokens, above max_tokens (" + std::to_string(max_tokens) + ")" +
-                                (alone_with_others ? " with its record above it" : "") +
-                                ", and its records must share one micro-batch");
+                                " tokens, above max_tokens (" + std::to_string(max_tokens) +
+                                "), and group_together keeps its records in one micro-batch");
                 m_unit_alone[group] |= m_records.alone[i];
             }
             m_unit_tokens = m_group_tokens;
@@ -437,6 +535,8 @@ private:
     // m_prefix their order (packs() on the same records).
     bool plan_cells(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity,
                     bool by_rank, bool dealt = false) {
+        m_deal_steps = !by_rank;
+        m_half_budget = capacity / 2;
         if (by_rank) return plan_by_rank(r, steps, micro, capacity);
         const std::size_t cells = r * steps * micro;
         if (dealt)
@@ -445,8 +545,8 @@ private:
             order_units();
         bool found = false;
         std::uint64_t best = 0;
-        if (dealt ||
-            m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity, m_unit_alone)) {
+        if (dealt || m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity,
+                                   m_unit_alone, m_allow_empty)) {
             best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
             m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
             found = true;
@@ -460,9 +560,10 @@ private:
             const std::span<const std::uint32_t> by_tokens = differs ? m_by_tokens : m_order;
             const std::span<const std::uint32_t> placed =
                 differs && m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity,
-                                         m_unit_alone)
+                                         m_unit_alone, m_allow_empty)
                     ? m_packer.cells_of()
-                : m_first_fit.deal(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone)
+                : m_first_fit.deal(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone,
+                                   m_allow_empty)
                     ? m_first_fit.cell_of()
                     : std::span<const std::uint32_t>{};
             if (!placed.empty()) {
@@ -480,7 +581,8 @@ private:
         // does not pack, as a rule, and is not tried.
         // (h * c > S as h > S / c: a group's summed cost times the cells may pass 2^64.)
         const std::uint64_t room = cells * capacity;
-        const bool levels = found && m_unit_cost[m_order[0]] > sum(m_unit_cost) / cells &&
+        const bool levels = found && !m_allow_empty &&
+                            m_unit_cost[m_order[0]] > sum(m_unit_cost) / cells &&
                             room - std::min(room, sum(m_unit_tokens)) >= room / 32;
         if (levels && m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity,
                                       m_unit_alone)) {
@@ -585,9 +687,9 @@ private:
             m_bin_records[m_bin_of_group[m_group_of[u]]].push_back(u);
         m_cell_load.assign(bins * micro, 0);
         for (std::size_t b = 0; b < bins; ++b) {
-            if (m_bin_records[b].size() < micro ||
+            if ((m_bin_records[b].size() < micro && !m_allow_empty) ||
                 !m_bin_packer.deal(m_bin_records[b], m_unit_tokens, m_unit_cost, micro, capacity,
-                                   m_unit_alone))
+                                   m_unit_alone, m_allow_empty))
                 return false;
             for (const std::uint32_t u : m_bin_records[b])
                 m_cell_of[u] = static_cast<std::uint32_t>(b * micro + m_bin_packer.cell_of(u));
@@ -624,11 +726,41 @@ private:
             s.total += m_records.cost[i];
             dearest = std::max(dearest, m_records.cost[i]);
         }
+        if (m_deal_steps && s.steps > 1) deal_steps(out.first(n), s);
+        s.padding = 0;
+        if (m_allow_empty) {
+            m_cell_used.assign(s.micro_steps * s.ranks, 0);
+            for (std::size_t i = 0; i < n; ++i)
+                m_cell_used[(std::size_t{out[i].step} * s.micro_batches + out[i].micro) * s.ranks +
+                            out[i].rank] = 1;
+            for (const std::uint8_t used : m_cell_used) s.padding += used == 0;
+        }
         s.objective = m_layout.objective();
         s.heaviest = m_layout.heaviest();
         s.lower_bound = std::max<std::uint64_t>(ceil_div(s.total, s.ranks), dearest);
         s.digest = token_plan_digest(out.first(n));
         m_summary = s;
+    }
+
+    // Deals the plan's micro-steps to its steps so that each step is a fair sample of the plan
+    // (step_dealer): `out` numbers micro-step k as step k / M, micro-batch k mod M.
+    void deal_steps(std::span<micro_slot> out, const token_plan_summary& s) {
+        const std::size_t per_step = s.micro_batches;
+        m_tally.assign(s.micro_steps, {});
+        const std::uint64_t half = m_half_budget;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            detail::tokens::micro_step_tally& t =
+                m_tally[std::size_t{out[i].step} * per_step + out[i].micro];
+            ++t.records;
+            t.heavy += m_records.tokens[i] > half;
+            t.tokens += m_records.tokens[i];
+        }
+        m_steps.deal(m_tally, per_step);
+        for (micro_slot& slot : out) {
+            const std::size_t k = std::size_t{slot.step} * per_step + slot.micro;
+            slot.step = m_steps.step_of(k);
+            slot.micro = m_steps.micro_of(k);
+        }
     }
 
     // Whether the records after the first `count` have enough records for the micro-steps
@@ -647,30 +779,39 @@ private:
     // The stream's last records, all in as few micro-steps as fit (a multiple of m; the last
     // step short when fewer than M micro-batches are left).
     token_plan_summary plan_rest(std::span<micro_slot> out, const token_budget& budget,
-                                 std::size_t micro_batches, std::string_view who) {
+                                 std::size_t micro_batches, const token_plan_options& opt,
+                                 std::string_view who) {
         const std::size_t r = budget.ranks;
         const std::size_t m = budget.multiple_of;
         const std::uint64_t tokens = sum(m_unit_tokens);
         const std::size_t n = m_unit_tokens.size();
         const std::size_t bound = ceil_div(tokens, budget.max_tokens * r);
-        for (std::size_t micro_steps = round_up(std::max<std::size_t>(bound, 1), m);
-             r * micro_steps <= n; micro_steps += m) {
-            if (plan_cells(r, 1, micro_steps, budget.max_tokens, false)) {
-                // Renumber: micro-step k is step k / M, micro-batch k mod M.
-                m_layout.regroup(micro_batches);
-                const std::size_t steps = (micro_steps + micro_batches - 1) / micro_batches;
-                token_plan_summary s = summary_of(r, steps, micro_batches, bound, tokens);
-                s.micro_steps = micro_steps;
-                finish(out.first(n), s);
-                return m_summary;
-            }
+        const auto plans = [&](std::size_t count) {
+            return plan_cells(r, 1, count, budget.max_tokens, false);
+        };
+        const std::size_t least = round_up(std::max<std::size_t>(bound, 1), m);
+        std::size_t micro_steps = least_count(least, n / r, m, plans);
+        if (micro_steps == 0 && opt.allow_empty_micro_batches) {
+            m_allow_empty = true;
+            micro_steps = least_count(least, round_up(ceil_div(n, r), m), m, plans);
+        }
+        if (micro_steps != 0) {
+            // Renumber: micro-step k is step k / M, micro-batch k mod M.
+            m_layout.regroup(micro_batches);
+            const std::size_t steps = (micro_steps + micro_batches - 1) / micro_batches;
+            token_plan_summary s = summary_of(r, steps, micro_batches, bound, tokens);
+            s.micro_steps = micro_steps;
+            finish(out.first(n), s);
+            return m_summary;
         }
         throw error(std::string(who) + ": the stream's last " + std::to_string(n) +
                     " records do not fill " + std::to_string(r) +
                     " ranks' micro-batches of at "
                     "most " +
                     std::to_string(budget.max_tokens) + " tokens, a multiple of " +
-                    std::to_string(m) + " and none empty");
+                    std::to_string(m) +
+                    " and none empty; allow_empty_micro_batches (Python: padding=\"empty\") "
+                    "gives the ranks short of records empty micro-batches");
     }
 
     detail::tokens::token_records m_records;
@@ -708,6 +849,12 @@ private:
     detail::tokens::cell_leveller m_leveller;
     detail::tokens::micro_layout m_layout;
     detail::tokens::micro_layout m_alt_layout;
+    bool m_deal_steps = true;              // false where groups bind their records to a step
+    bool m_allow_empty = false;            // this count's deals may leave cells empty (padding)
+    std::vector<std::uint8_t> m_cell_used; // by (step, micro, rank): whether a record is in it
+    std::uint64_t m_half_budget = 0;       // T / 2: a record above it is heavy
+    std::vector<detail::tokens::micro_step_tally> m_tally; // by micro-step
+    detail::tokens::step_dealer m_steps;
     token_plan_summary m_summary;
 };
 

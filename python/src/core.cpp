@@ -135,7 +135,8 @@ void define_stream(py::module_& m, const char* name, Make make) {
         .def("finish", &type::finish)
         .def("save", &type::save)
         .def_property_readonly("pushed", &type::pushed)
-        .def_property_readonly("finished", &type::finished);
+        .def_property_readonly("finished", &type::finished)
+        .def_property_readonly("refused", &type::refused);
     define_reports<type>(cls);
 }
 

@@ -219,11 +219,12 @@ public:
     /// and its values from the lists; returns how many. The values of all of them are checked
     /// first: one that is not a real number, NaN, negative or above bcl::max_estimate is a
     /// bcl::error naming the record's position in the stream, and nothing is pushed (that value
-    /// becomes None in its list, to be asked for again; the others stay). An error the balancer
-    /// raises itself (a record over the memory budget) leaves the records before it pushed (and
-    /// removed from the lists).
+    /// becomes None in its list, to be asked for again, and refused() names it; the others
+    /// stay). An error the balancer raises itself (a record over the memory budget) leaves the
+    /// records before it pushed (and removed from the lists), and refused() empty.
     std::size_t push(const py::list& intake, const py::list& values,
                      const std::optional<py::list>& memory) {
+        m_refused.reset();
         const std::size_t n = std::min(intake.size(), room());
         const bool has_memory = memory.has_value();
         if (values.size() < n || (has_memory && memory->size() < n))
@@ -244,7 +245,10 @@ public:
                 // The bad value becomes None, which the stream asks for again before the next
                 // push (a cost that was wrong for a while, such as one read from a file being
                 // written, recovers); the values after it were valued already and stay.
-                if (list != nullptr) forget_value(*list, i);
+                if (list != nullptr) {
+                    forget_value(*list, i);
+                    m_refused = refusal{list != &values, i};
+                }
                 throw;
             }
         }
@@ -299,6 +303,15 @@ public:
         for (std::size_t i = 0; i < s.pending.size(); ++i)
             records[i] = m_store->at(static_cast<std::uint64_t>(s.pending[i]));
         return py::make_tuple(py::bytes(s.to_bytes()), records, positions);
+    }
+
+    /// The value the last push() refused, which it set to None: (whether it is a memory
+    /// estimate, its index in its list); None when that push() refused no value (it pushed, or
+    /// the balancer refused a record). The caller asks for that value again without searching
+    /// the list for the None, whose other items may be any object.
+    [[nodiscard]] py::object refused() const {
+        if (!m_refused) return py::none();
+        return py::make_tuple(m_refused->memory, m_refused->index);
     }
 
     /// Records push() takes before the next round runs: 0 once finished.
@@ -394,6 +407,11 @@ private:
     std::size_t m_capacity;
     std::vector<double> m_values; // push()'s checked values, kept to allocate once
     std::vector<double> m_memory;
+    struct refusal {
+        bool memory = false; // a memory estimate (else a cost or length)
+        std::size_t index = 0;
+    };
+    std::optional<refusal> m_refused; // what the last push() set to None
 };
 
 } // namespace bcl_python

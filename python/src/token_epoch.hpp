@@ -28,10 +28,14 @@ using token_array = py::array_t<std::uint64_t, py::array::c_style | py::array::f
 
 /// The options of a token plan from the Python spelling.
 [[nodiscard]] inline bcl::token_plan_options token_options(bool oversized_alone,
-                                                           bool group_together) {
+                                                           bool group_together,
+                                                           bool allow_empty = false,
+                                                           std::uint64_t pad_to_multiple_of = 1) {
     bcl::token_plan_options opt;
     opt.oversized_alone = oversized_alone;
     opt.group_together = group_together;
+    opt.allow_empty_micro_batches = allow_empty;
+    opt.pad_to_multiple_of = pad_to_multiple_of;
     return opt;
 }
 
@@ -64,6 +68,7 @@ template <class T, int Flags>
     d["micro_steps_bound"] = s.micro_steps_bound;
     d["tokens"] = s.tokens;
     d["oversized"] = s.oversized;
+    d["padding_micro_batches"] = s.padding;
     d["total"] = s.cost_of(s.total);
     d["objective"] = s.cost_of(s.objective);
     d["heaviest"] = s.cost_of(s.heaviest);
@@ -77,16 +82,18 @@ template <class T, int Flags>
 [[nodiscard]] inline py::tuple
 plan_micro_batches(const token_array& tokens, const std::optional<value_array>& costs,
                    const std::optional<token_array>& groups, const bcl::token_budget& budget,
-                   std::size_t steps, bool oversized_alone, bool group_together) {
+                   std::size_t steps, bool oversized_alone, bool group_together, bool allow_empty,
+                   std::uint64_t pad_to_multiple_of) {
     const std::span<const std::uint64_t> t = span_of(tokens);
     std::vector<bcl::micro_slot> slots(t.size());
     bcl::token_plan_summary s;
     {
         py::gil_scoped_release unlocked;
         bcl::token_planner planner;
-        s = planner.plan_held(t, span_of(costs), span_of(groups), budget, steps,
-                              token_options(oversized_alone, group_together), slots,
-                              "bcl.plan_micro_batches");
+        s = planner.plan_held(
+            t, span_of(costs), span_of(groups), budget, steps,
+            token_options(oversized_alone, group_together, allow_empty, pad_to_multiple_of), slots,
+            "bcl.plan_micro_batches");
     }
     const std::size_t cells = s.micro_steps;
     std::vector<std::vector<std::vector<std::int64_t>>> out(
@@ -111,46 +118,25 @@ public:
     token_epoch(const token_array& tokens, const std::optional<value_array>& costs,
                 const index_array& order, const bcl::token_budget& budget,
                 std::size_t micro_batches, std::size_t lookahead, std::size_t rank,
-                bool oversized_alone)
+                bool oversized_alone, const std::string& padding, std::uint64_t pad_to_multiple_of)
         : m_ranks(budget.ranks) {
         const std::span<const std::uint64_t> t = span_of(tokens);
         const std::span<const double> c = span_of(costs);
         const std::span<const std::int64_t> o = span_of(order);
-        const bcl::token_plan_options opt = token_options(oversized_alone, false);
+        bcl::token_plan_options opt = token_options(oversized_alone, false);
+        opt.allow_empty_micro_batches = padding == "empty";
+        opt.pad_to_multiple_of = pad_to_multiple_of;
+        const bool repeat = padding == "repeat";
         py::gil_scoped_release unlocked;
         bcl::token_epoch_planner planner;
-        std::vector<std::int64_t> padded(o.begin(), o.end());
-        // Plans the order padded with its first `pad` records; true if it planned (m_share is
-        // then its plan, and is left as it was otherwise).
-        const auto plans = [&](std::size_t pad) {
-            padded.resize(o.size());
-            for (std::size_t k = 0; k < pad; ++k) padded.push_back(o[k]);
-            try {
-                planner.share<std::int64_t>(t, c, padded, budget, micro_batches, lookahead, rank,
-                                            opt, m_share, who);
-                return true;
-            } catch (const bcl::error&) {
-                return false;
-            }
-        };
-        if (plans(0)) return;
-        // bcl::token_epoch_planner refuses an epoch that no plan fills (a short tail joins the
-        // window before it, but e.g. an odd count of records of T tokens each on two ranks cannot
-        // give both ranks as many micro-batches). The order is then padded with its own first
-        // records, as DistributedSampler pads its order: the fewest that plan, tried one by one
-        // up to R*m (one of which makes the count a multiple of R*m), then doubling. Every rank
-        // tries the same paddings, so all agree; if none plans, the unpadded order's error is
-        // thrown.
-        const std::size_t one_by_one = budget.ranks * budget.multiple_of;
-        std::size_t planned = 1;
-        while (planned <= o.size() && !plans(planned))
-            planned = planned < one_by_one ? planned + 1 : 2 * planned;
-        if (planned > o.size()) {
-            padded.assign(o.begin(), o.end());
-            planner.share<std::int64_t>(t, c, padded, budget, micro_batches, lookahead, rank, opt,
-                                        m_share, who);
-        }
-        m_padded = planned;
+        // An epoch that no plan fills (a short tail joins the window before it, but e.g. an odd
+        // count of records of T tokens each on two ranks cannot give both ranks as many
+        // micro-batches) ends as `padding` says: "repeat" plans the order's first records again
+        // at its end (the fewest that plan, as DistributedSampler pads its order), "empty" gives
+        // the ranks short of records empty micro-batches, "error" refuses it.
+        planner.share<std::int64_t>(t, c, o, budget, micro_batches, lookahead, rank, opt, m_share,
+                                    who, repeat);
+        m_padded = m_share.repeated;
     }
 
     /// This rank's micro-batches in the epoch (as many on every rank).
@@ -173,6 +159,7 @@ public:
         d["micro_steps_bound"] = m_share.micro_steps_bound;
         d["oversized"] = m_share.oversized;
         d["padded"] = m_padded;
+        d["padding_micro_batches"] = m_share.padding;
         // What the plans promise: the mean rank's micro-step time over the slowest rank's.
         d["planned_efficiency"] = m_share.efficiency(m_ranks);
         return d;
@@ -196,15 +183,16 @@ inline void define_token_plans(py::module_& m) {
              py::arg("ranks"), py::arg("max_tokens"), py::arg("multiple_of"));
     m.def("plan_micro_batches", &plan_micro_batches, py::arg("tokens"), py::arg("costs"),
           py::arg("groups"), py::arg("budget"), py::arg("steps"), py::arg("oversized_alone"),
-          py::arg("group_together"),
+          py::arg("group_together"), py::arg("allow_empty"), py::arg("pad_to_multiple_of"),
           "bcl.plan_micro_batches: (each rank's micro-batches, the summary) "
           "(bcl::token_planner::plan_held).");
     py::class_<token_epoch>(m, "token_epoch")
         .def(py::init<const token_array&, const std::optional<value_array>&, const index_array&,
-                      const bcl::token_budget&, std::size_t, std::size_t, std::size_t, bool>(),
+                      const bcl::token_budget&, std::size_t, std::size_t, std::size_t, bool,
+                      const std::string&, std::uint64_t>(),
              py::arg("tokens"), py::arg("costs"), py::arg("order"), py::arg("budget"),
              py::arg("micro_batches"), py::arg("lookahead"), py::arg("rank"),
-             py::arg("oversized_alone"))
+             py::arg("oversized_alone"), py::arg("padding"), py::arg("pad_to_multiple_of"))
         .def_property_readonly("batches", &token_epoch::batches)
         .def_property_readonly("digest", &token_epoch::digest)
         .def("batch", &token_epoch::batch, py::arg("i"))

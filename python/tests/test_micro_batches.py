@@ -388,6 +388,15 @@ def test_a_plan_is_found_whenever_one_exists_and_no_plan_beats_its_bounds(case):
         (dict(groups=["a", "a", "b", "b"], group_together=True, lengths=[600, 500, 1, 1]),
          r"the group of groups\[0\] \('a'\) has 1100 tokens, above max_tokens \(1000\)"),
         (dict(group_together=1, groups=[1, 1, 2, 2]), "group_together must be True or False"),
+        (dict(num_ranks=5), r"allow_empty_micro_batches \(Python: padding=\"empty\"\)"),
+        (dict(padding="pad"), "padding must be one of 'error', 'empty'"),
+        (dict(padding="repeat"), "padding must be one of 'error', 'empty'"),
+        (dict(pad_to_multiple_of=0), "pad_to_multiple_of must be at least 1"),
+        (dict(pad_to_multiple_of=-1),
+         r"pad_to_multiple_of must be a non-negative integer \(got -1\)"),
+        (dict(pad_to_multiple_of=1001), r"pad_to_multiple_of is 1001, above max_tokens"),
+        (dict(lengths=[5, 1, 999, 4], pad_to_multiple_of=16),
+         r"lengths\[2\] is 999 \(1008 padded to a multiple of 16\), above max_tokens"),
     ],
 )  # fmt: skip
 def test_bad_input_is_an_error_naming_the_argument_and_the_index(arguments, words):
@@ -405,3 +414,28 @@ def test_lengths_of_any_integer_kind_plan_alike():
                     torch.tensor(lengths, dtype=torch.int32), tuple(lengths),
                     [np.int64(x) for x in lengths]):  # fmt: skip
         assert bcl.plan_micro_batches(spelled, 2, 1000) == expected
+
+
+def test_padding_empty_gives_the_ranks_short_of_records_empty_micro_batches():
+    # 17 records that need a micro-batch each cannot give 8 ranks equal non-empty counts.
+    with pytest.raises(bcl.Error, match='padding="empty"'):
+        bcl.plan_micro_batches([100000] * 17, 8, 131072)
+    plan = bcl.plan_micro_batches([100000] * 17, 8, 131072, padding="empty")
+    assert [len(rank) for rank in plan] == [3] * 8
+    assert sorted(i for rank in plan for b in rank for i in b) == list(range(17))
+    assert sum(1 for rank in plan for b in rank if not b) == 3 * 8 - 17
+    assert plan.summary["padding_micro_batches"] == 7
+    # Where a plan without empty micro-batches exists, padding="empty" changes nothing.
+    lengths = np.random.default_rng(2).integers(1, 4000, size=500)
+    strict = bcl.plan_micro_batches(lengths, 4, 8192)
+    padded = bcl.plan_micro_batches(lengths, 4, 8192, padding="empty")
+    assert list(padded) == list(strict) and padded.summary == strict.summary
+    assert strict.summary["padding_micro_batches"] == 0
+
+
+def test_pad_to_multiple_of_counts_each_record_rounded_up_for_the_budget_and_the_cost():
+    plan = bcl.plan_micro_batches([5, 7, 9, 9], 1, 16, pad_to_multiple_of=4)
+    assert len(plan[0]) == 3  # 8 + 8 | 12 | 12
+    assert plan.summary["tokens"] == 8 + 8 + 12 + 12
+    assert plan.summary["total"] == pytest.approx(sum(t + t * t / 24576 for t in (8, 8, 12, 12)))
+    assert len(bcl.plan_micro_batches([5, 7, 9, 9], 1, 16)[0]) == 2

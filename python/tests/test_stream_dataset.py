@@ -149,6 +149,31 @@ def test_each_worker_resumes_from_the_state_it_saved(upstream):
         assert ids(head[w] + rest[w]) == ids(uninterrupted[w]), w
 
 
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_the_main_process_refuses_a_state_while_dataloader_workers_run_the_passes(context):
+    # The workers' streams are theirs: the main process's copy of the stage took nothing, and a
+    # state of it (upstream_consumed=0), loaded, would replay every record the loop took.
+    items = records(157)
+    balanced = stage(Shards(items))
+    before = balanced.state_dict()  # no worker has begun: the state of a pass not started
+    assert before["upstream_consumed"] == 0
+    loader = DataLoader(balanced, batch_size=None, num_workers=2, multiprocessing_context=context)
+    it = iter(loader)
+    head = [next(it) for _ in range(5)]
+    refusal = "state_dict\\(\\) in the main process cannot describe the passes DataLoader workers"
+    with pytest.raises(bcl.Error, match=refusal) as e:
+        balanced.state_dict()
+    assert "num_workers=0" in str(e.value) and "StatefulDataLoader" in str(e.value)
+    rest = list(it)
+    assert sorted(r.id for b in head + rest for r in b) == list(range(157))
+    with pytest.raises(bcl.Error, match=refusal):  # after the loop too
+        balanced.state_dict()
+    assert pickle.loads(pickle.dumps(balanced)).state_dict() == before  # a copy is its own
+    # A pass in this process describes itself again.
+    mine = [b for _, b in zip(range(3), DataLoader(balanced, batch_size=None))]
+    assert balanced.state_dict()["upstream_consumed"] >= sum(len(b) for b in mine)
+
+
 def test_a_state_loaded_in_the_main_process_is_refused_in_a_worker():
     items = records(80)
     first = stage(Shards(items))

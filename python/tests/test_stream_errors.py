@@ -88,6 +88,65 @@ def test_after_a_bad_value_the_stream_asks_again_for_that_record_alone(which, ba
     assert all(asked[i] == 1 for i in range(100) if i != 37), asked
 
 
+def test_a_refused_value_is_a_bcl_error_whatever_the_values_after_it_hold():
+    # The push checks record 5's cost, then its memory, which it refuses. The costs of the records
+    # after it are valued but not yet checked, and may be anything (an array, whose == is
+    # elementwise and has no truth value): they are neither looked at nor asked for again, and
+    # the refused memory is asked for again alone.
+    items = records(40)
+    asked = collections.Counter()
+    bad_memory, bad_costs = {5}, set(range(6, 40))
+
+    def cost(r):
+        asked["cost", r.id] += 1
+        return np.array([r.cost, r.cost]) if r.id in bad_costs else r.cost
+
+    def memory(r):
+        asked["memory", r.id] += 1
+        return -1.0 if r.id in bad_memory else 1.0
+
+    stream = bcl.balance(items, cost, 4, lookahead=2, memory=memory, memory_budget=1e12)
+    with pytest.raises(bcl.Error, match="the memory of record 5 of the stream is -1"):
+        next(stream)
+    chunk = [i for i in range(40) if asked["cost", i]]
+    assert len(chunk) > 6 and all(asked["cost", i] == 1 for i in chunk)
+    bad_memory.clear()
+    with pytest.raises(bcl.Error, match=r"the cost of record 6 of the stream is array\(\["):
+        next(stream)
+    assert asked["memory", 5] == 2 and all(asked["cost", i] == 1 for i in chunk)
+    bad_costs.clear()  # each cost valued already is refused in turn, and asked for again
+    out, refused = [], 0
+    while True:
+        try:
+            out += [r.id for r in next(stream)]
+        except StopIteration:
+            break
+        except bcl.Error:
+            refused += 1
+    assert sorted(out) == list(range(40))
+    assert refused == len(chunk) - 7  # records 7.. of the chunk
+    assert all(asked["cost", i] == (2 if 6 <= i <= chunk[-1] else 1) for i in range(40))
+
+
+def test_a_record_the_balancer_refuses_is_a_bcl_error_and_no_value_is_asked_again():
+    # A record whose memory alone is over the budget: its values are valid, the balancer refuses
+    # it (pushing the records before it), and the stream refuses it again at every next().
+    items = records(40)
+    asked = collections.Counter()
+
+    def cost(r):
+        asked[r.id] += 1
+        return np.array([r.cost])  # a one-element array: a valid cost
+
+    memory = lambda r: 50.0 if r.id == 9 else 1.0  # noqa: E731
+    stream = bcl.balance(items, cost, 4, lookahead=2, memory=memory, memory_budget=10.0)
+    with pytest.raises(bcl.Error, match="record 9 alone needs memory 50"):
+        next(stream)
+    with pytest.raises(bcl.Error, match="record 9 alone needs memory 50"):
+        next(stream)
+    assert asked and set(asked.values()) == {1}
+
+
 @pytest.mark.parametrize(
     "value, expected", [(np.float32(2.5), 2.5), (np.int64(3), 3.0), (Fraction(1, 4), 0.25),
                         (torch.tensor(1.5), 1.5), (np.array(7.0), 7.0), (2**70, 2.0**70)],

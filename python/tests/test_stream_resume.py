@@ -136,6 +136,33 @@ def test_records_that_do_not_pickle_are_saved_by_key():
     assert out == ids(bcl.balance(items, "cost", 4))
 
 
+class Fragile:
+    """A record whose pickling raises what pickle itself never does (a live connection)."""
+
+    def __init__(self, record):
+        self.record = record
+
+    def __reduce__(self):
+        raise RuntimeError("a live connection does not travel")
+
+
+def test_a_pending_record_whose_pickling_raises_anything_is_a_bcl_error_with_the_hint():
+    items = [Fragile(r) for r in records(60)]
+    stream = bcl.balance(items, lambda f: f.record.cost, 4)
+    head = [next(stream) for _ in range(3)]
+    with pytest.raises(bcl.Error, match=r"the pending records do not pickle \(RuntimeError: a "
+                       r"live connection does not travel\); pass key= and restore=") as e:
+        stream.state_dict()
+    assert isinstance(e.value.__cause__, RuntimeError)
+    out = [[f.record.id for f in b] for b in head + list(stream)]  # the stream goes on as it was
+    assert out == ids(bcl.balance(records(60), "cost", 4))
+    keyed = bcl.balance(items, lambda f: f.record.cost, 4, key=lambda f: f, restore=lambda k: k)
+    next(keyed)
+    with pytest.raises(bcl.Error, match=r"the keys key= gave the pending records do not pickle "
+                       r"\(RuntimeError: .*\); key\(record\) must return a value that pickles"):
+        keyed.state_dict()
+
+
 def test_a_calibrated_stream_resumes_with_its_fit():
     items = records(400, 5)
     cost = bcl.affine_quadratic("cost", 0.0, 1.0, 0.0)

@@ -13,6 +13,7 @@ for both modes.)"""
 
 import collections
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -125,6 +126,59 @@ def test_an_order_whose_tail_cannot_fill_the_last_step_is_padded_with_its_first_
     assert samplers[0].stats["padded"] == 1
     assert sorted(i for rank in batches for b in rank for i in b) == [0, 0, 1, 2]
     check_epoch(batches, samplers, lengths, 10, 1, shuffle=False)
+
+
+def test_with_padding_empty_the_ranks_short_of_records_get_empty_micro_batches_instead():
+    # The same 3 records of T tokens on 2 ranks: no record comes twice; one rank runs an empty
+    # micro-batch beside the other's last record.
+    lengths = [10, 10, 10]
+    batches, samplers = all_ranks(lengths, 2, max_tokens=10, micro_batches=1, lookahead=1,
+                                  shuffle=False, padding="empty")  # fmt: skip
+    assert [len(rank) for rank in batches] == [2, 2]
+    assert sorted(i for rank in batches for b in rank for i in b) == [0, 1, 2]
+    assert sum(1 for rank in batches for b in rank if not b) == 1
+    stats = samplers[0].stats
+    assert stats["padding_micro_batches"] == 1 and stats["padded"] == 0
+    # "error" refuses the epoch, naming the options that would plan it.
+    s = sampler(lengths, 2, 0, max_tokens=10, micro_batches=1, lookahead=1, padding="error")
+    with pytest.raises(bcl.Error, match="allow_empty_micro_batches"):
+        len(s)
+
+
+def test_padding_empty_keeps_every_promise_but_non_empty_micro_batches_on_random_jobs():
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        ranks = int(rng.integers(2, 7))
+        n = int(rng.integers(ranks, 60))
+        lengths = rng.integers(300, 1001, size=n)  # most need a micro-batch of their own
+        options = dict(max_tokens=1000, micro_batches=int(rng.integers(1, 3)),
+                       lookahead=int(rng.integers(1, 3)), padding="empty")  # fmt: skip
+        batches, samplers = all_ranks(lengths, ranks, int(rng.integers(0, 3)), **options)
+        assert len({len(rank) for rank in batches}) == 1 == len({len(s) for s in samplers})
+        got = sorted(i for rank in batches for b in rank for i in b)
+        assert got == list(range(n))  # every index once, none repeated
+        empty = sum(1 for rank in batches for b in rank if not b)
+        assert empty == samplers[0].stats["padding_micro_batches"]
+        for rank in batches:
+            for b in rank:
+                assert int(lengths[b].sum()) <= 1000
+
+
+def test_pad_to_multiple_of_counts_each_length_rounded_up_and_is_a_setting_of_the_state():
+    # Lengths 5, 7, 9, 9 padded to multiples of 4 (8, 8, 12, 12) fill T = 16 three times.
+    lengths = [5, 7, 9, 9]
+    batches, samplers = all_ranks(lengths, 1, max_tokens=16, micro_batches=1, lookahead=1,
+                                  shuffle=False, pad_to_multiple_of=4)  # fmt: skip
+    assert len(batches[0]) == 3
+    for b in batches[0]:
+        assert sum(-(-lengths[i] // 4) * 4 for i in b) <= 16
+    state = samplers[0].state_dict()
+    plain = sampler(lengths, 1, 0, max_tokens=16, micro_batches=1, lookahead=1, shuffle=False)
+    with pytest.raises(bcl.Error, match="pad_to_multiple_of"):
+        plain.load_state_dict(state)
+    with pytest.raises(bcl.Error, match=r"lengths\[2\] is 9 \(12 padded to a multiple of 4\), "
+                                        r"above max_tokens \(10\)"):
+        sampler(lengths, 1, 0, max_tokens=10, micro_batches=1, pad_to_multiple_of=4)
 
 
 def test_a_short_tail_is_planned_with_the_window_before_it_not_padded():
@@ -352,6 +406,12 @@ def test_a_state_of_other_lengths_or_of_fixed_batches_is_refused_naming_why():
         (dict(cap="p99"), "cap='p99' is for batches of batch_size"),
         (dict(batching="padded"), "batching='padded' is for batches"),
         (dict(oversized="drop"), "oversized must be 'error' or 'alone'"),
+        (dict(padding="zeros"), "padding must be one of 'repeat', 'empty', 'error'"),
+        (dict(padding=None), "padding must be one of"),
+        (dict(pad_to_multiple_of=0), "pad_to_multiple_of must be at least 1"),
+        (dict(pad_to_multiple_of=-2),
+         r"pad_to_multiple_of must be a non-negative integer \(got -2\)"),
+        (dict(pad_to_multiple_of=1001), r"pad_to_multiple_of is 1001, above max_tokens \(1000\)"),
         (dict(num_replicas=5, rank=0), "4 dataset indices cannot give one to each of"),
         (dict(micro_batches=2**29, lookahead=2**2), "micro-batches in one plan window, above"),
     ],
@@ -370,6 +430,8 @@ def test_bad_arguments_are_errors_naming_them(options, words):
         (dict(micro_batches=2), "micro_batches= is for token-budget micro-batches"),
         (dict(lengths=np.ones(10, dtype=int)), "lengths= is for token-budget micro-batches"),
         (dict(oversized="alone"), "oversized= is for token-budget"),
+        (dict(padding="empty"), "padding= is for token-budget"),
+        (dict(pad_to_multiple_of=2), "pad_to_multiple_of= is for token-budget"),
         (dict(batch_size=None), "batch_size is needed"),
         (dict(costs=None), "costs is needed"),
     ],
@@ -379,6 +441,35 @@ def test_token_arguments_without_max_tokens_are_refused(options, words):
     arguments.update(options)
     with pytest.raises(bcl.Error, match=words):
         bcl.DistributedBalancedBatchSampler(**arguments)
+
+
+@pytest.mark.parametrize(
+    "table, bad, words",
+    [("lengths", 5000, r"lengths\[41\] is 5000, above max_tokens \(1000\)"),
+     ("costs", -1.0, r"costs\[41\] is -1; it must be >= 0")],
+)  # fmt: skip
+def test_a_table_entry_edited_after_construction_is_an_error_naming_its_dataset_index(
+    table, bad, words
+):
+    # The sampler reads a uint64 lengths table and a float64 costs table by reference (a
+    # memory-mapped table is not copied), so an edit after construction skips the construction's
+    # checks; the epoch's plan then fails, and the error names the entry's dataset index, not
+    # its position in the plan window.
+    n = 64
+    tables = dict(lengths=np.full(n, 100, dtype=np.uint64), costs=np.ones(n))
+    s = sampler(tables["lengths"], 2, 0, max_tokens=1000, costs=tables["costs"], lookahead=2,
+                seed=3)  # fmt: skip
+    order = epoch_order(n, 0, seed=3)
+    assert order.index(41) != 41  # the position of index 41 in the epoch is another number
+    tables[table][41] = bad
+    with pytest.raises(bcl.Error, match=words) as e:
+        list(s)
+    assert not re.search(r"record \d", str(e.value))  # no position in a window
+    assert "edited after it was built" in str(e.value)
+    tables[table][41] = tables[table][0]  # put back: the epoch plans as a new sampler's
+    fresh = sampler(tables["lengths"].copy(), 2, 0, max_tokens=1000, costs=tables["costs"].copy(),
+                    lookahead=2, seed=3)  # fmt: skip
+    assert list(s) == list(fresh)
 
 
 def test_lengths_above_the_budget_are_micro_batches_of_their_own_when_allowed():

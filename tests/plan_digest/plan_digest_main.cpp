@@ -131,7 +131,8 @@ void plan_held(digest_state& d, bcl::held_batch_planner& planner, splitmix& rng,
 }
 
 // A token plan: a held batch (K of them pooled, groups kept to a rank or a micro-batch, records
-// above T alone, default or given costs) or a stream's windows, its slots and every integer of its
+// above T alone, default or given costs, empty micro-batches allowed or not, lengths padded to a
+// multiple or not) or a stream's windows, its slots and every integer of its
 // summary into the running digest.
 void plan_tokens(digest_state& d, bcl::token_planner& planner, splitmix& rng) {
     const bcl::token_budget budget{.ranks = 1 + rng.below(6),
@@ -145,6 +146,8 @@ void plan_tokens(digest_state& d, bcl::token_planner& planner, splitmix& rng) {
     if (rng.below(2) == 0) costs = draw_costs(rng, n);
     bcl::token_plan_options opt;
     opt.oversized_alone = true;
+    opt.allow_empty_micro_batches = rng.below(4) == 0;
+    opt.pad_to_multiple_of = rng.below(3) == 0 ? 1 + rng.below(8) : 1;
     std::vector<std::uint64_t> groups;
     if (rng.below(4) == 0) {
         groups.resize(n);
@@ -171,6 +174,7 @@ void plan_tokens(digest_state& d, bcl::token_planner& planner, splitmix& rng) {
         {static_cast<std::uint32_t>(s.total), static_cast<std::uint32_t>(s.total >> 32)},
         {static_cast<std::uint32_t>(s.records), static_cast<std::uint32_t>(s.micro_steps)},
         {static_cast<std::uint32_t>(s.micro_steps_bound), static_cast<std::uint32_t>(s.oversized)},
+        {static_cast<std::uint32_t>(s.padding), static_cast<std::uint32_t>(s.steps)},
     };
     d.value = bcl::plan_digest(figures, d.value);
     ++d.windows;

@@ -66,8 +66,9 @@ TEST_CASE("a group kept in one micro-batch holds a record above the budget only 
     const std::string message = bcl_test::bcl_error_message([&] {
         (void)planner.plan_held(tokens, {}, groups, {.ranks = 1, .max_tokens = 50}, 1, opt, plan);
     });
-    CHECK_THAT(message, Catch::Matchers::Contains("group 7") &&
-                            Catch::Matchers::Contains("with its record above it"));
+    CHECK_THAT(message, Catch::Matchers::Contains("group 7 holds record 0, above max_tokens "
+                                                  "(50) and so alone in its micro-batch, beside "
+                                                  "other records"));
     const std::vector<std::uint64_t> apart{7, 6, 8, 9}; // alone in a group of its own: planned
     const bcl::token_plan_summary s =
         planner.plan_held(tokens, {}, apart, {.ranks = 1, .max_tokens = 50}, 1, opt, plan);

@@ -321,6 +321,30 @@ TEST_CASE("sim tokens: the metrics of a step, and the counts every step must kee
     }
 }
 
+TEST_CASE("sim tokens: how fair a sample of its window each step is, over full windows of K",
+          "[sim][tokens][metrics]") {
+    // One rank, T = 10, windows of K = 2 steps. Window 1: 4 records (2 above T/2, in the first
+    // step) and 2 records; window 2: 3 and 3 records, no heavy one; a fifth step starts a window
+    // that never fills and counts for nothing.
+    const auto step_of = [](std::vector<bcl_sim::micro_load> mbs) {
+        bcl_sim::token_step s;
+        s.ranks = {std::move(mbs)};
+        return s;
+    };
+    bcl_sim::token_metrics_accumulator acc("global", 1, 10, false, 2);
+    acc.add(step_of({{10, 20, 2, 2}, {4, 4, 2, 0}}), 0); // 4 records, 2 heavy, cost 24
+    acc.add(step_of({{6, 6, 2, 0}}), 1);                 // 2 records, cost 6
+    acc.add(step_of({{9, 9, 3, 0}}), 2);                 // 3 records, cost 9
+    acc.add(step_of({{3, 3, 1, 0}, {6, 6, 2, 0}}), 3);   // 3 records, cost 9
+    acc.add(step_of({{10, 10, 1, 1}}), 4);               // an unfinished window
+    const bcl_sim::token_metrics m = acc.result();
+    CHECK(m.windows == 2);
+    CHECK(m.step_records_spread == Approx((4.0 / 2.0 + 1.0) / 2.0));
+    // Window 1: h = 2, even share ceil(2/2) = 1, its fullest step holds 2: 1 above.
+    CHECK(m.step_heavy_excess == Approx((1.0 + 0.0) / 2.0));
+    CHECK(m.step_cost_spread == Approx((24.0 / 6.0 + 1.0) / 2.0));
+}
+
 TEST_CASE("sim tokens: one held batch by hand through simulate", "[sim][tokens]") {
     // Two ranks draw 4 records each: rank 0 9 1 1 1, rank 1 2 2 2 2; T = 10, cost = length. The
     // step's global batch (position i*R + r) is 9 2 1 2 1 2 1 2: 20 tokens, bound 1.

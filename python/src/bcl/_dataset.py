@@ -4,10 +4,13 @@ StatefulDataLoader (the dataset's ``state_dict()``/``load_state_dict()``)."""
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator, Mapping
+from multiprocessing.context import get_spawning_popen
 from typing import Any, Optional
 
-from ._stream import BalancedStream
+from ._core import Error
+from ._stream import BalancedStream, _worker_identity
 
 _IterableBase: Any = object
 try:  # a torch.utils.data.IterableDataset where torch is installed, so DataLoader treats it as one
@@ -46,7 +49,10 @@ class BalancedIterableDataset(_IterableBase):
     ``load_state_dict()`` makes the next pass continue it. Under a StatefulDataLoader each worker
     saves and restores its own copy's state. The dataset's own state (where it has
     ``state_dict()``/``load_state_dict()``) travels with it; otherwise a resumed pass iterates
-    ``dataset`` afresh past the records the state took (``upstream_consumed``).
+    ``dataset`` afresh past the records the state took (``upstream_consumed``). In the main
+    process, ``state_dict()`` is a bcl.Error once a DataLoader worker has started a pass of a
+    copy of this stage (and no pass or load here since): the workers' streams are theirs, and
+    this process saw none of their records.
     """
 
     def __init__(self, dataset: Any, cost: Any, batch_size: int, lookahead: int = 8,
@@ -58,6 +64,10 @@ class BalancedIterableDataset(_IterableBase):
         self.length = probe.length
         self._next: Optional[BalancedStream] = None  # a loaded stream, the next pass's
         self._latest: Optional[BalancedStream] = None  # the stream of the pass started last
+        # 1 once a DataLoader worker has begun a pass of a copy of this stage, in memory the
+        # workers share with the main process (a forked worker inherits it; a spawned one is
+        # handed it as it is pickled to the worker): the main process reads it in state_dict().
+        self._worker_began: Any = multiprocessing.RawValue("b", 0)
 
     def _stream(self) -> BalancedStream:
         return BalancedStream(self.dataset, **self._arguments)
@@ -68,6 +78,7 @@ class BalancedIterableDataset(_IterableBase):
     def _begin(self) -> BalancedStream:
         stream, self._next = (self._next or self._stream()), None
         self._latest = stream
+        self._worker_began.value = 0 if _worker_identity() is None else 1
         return stream
 
     def __len__(self) -> int:
@@ -89,6 +100,22 @@ class BalancedIterableDataset(_IterableBase):
         (self._latest or self._stream()).observe(batch_index, seconds)
 
     def state_dict(self) -> dict:
+        """The state of the pass started last (or of a loaded one not yet iterated; else of a
+        pass not started). In the main process, a bcl.Error once a DataLoader worker has begun a
+        pass of a copy of this stage since this process last started or loaded one: this
+        process's state would be one that took nothing, and loading it would replay the records
+        the workers' streams handed out."""
+        if self._worker_began.value and _worker_identity() is None:
+            raise Error(
+                f"{_WHO}: state_dict() in the main process cannot describe the passes DataLoader "
+                "workers run: each worker's stream is its own, and this process saw none of "
+                "their records. Take each worker's state in that worker (torchdata's "
+                "StatefulDataLoader does, after every batch a worker hands out, and hands each "
+                "worker its own on resume), or iterate with num_workers=0"
+            )
+        return self._state()
+
+    def _state(self) -> dict:
         return (self._next or self._latest or self._stream()).state_dict()
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -97,12 +124,17 @@ class BalancedIterableDataset(_IterableBase):
         stream = self._stream()
         stream.load_state_dict(state)
         self._next = stream
+        if _worker_identity() is None:  # a worker's load is the start of that worker's pass
+            self._worker_began.value = 0
 
     def __reduce__(self) -> tuple:
-        """A copy (pickle, deepcopy, a spawned worker) continues where this stage stood."""
+        """A copy (pickle, deepcopy, a spawned worker) continues where this stage stood. A copy
+        pickled to a new process (a spawned DataLoader worker) shares the flag its passes raise
+        with this stage; any other copy has its own."""
         started = self._next is not None or self._latest is not None
+        shared = self._worker_began if get_spawning_popen() is not None else None
         return (_rebuild, (type(self), self.dataset, self._arguments,
-                           self.state_dict() if started else None))  # fmt: skip
+                           self._state() if started else None, shared))  # fmt: skip
 
 
 class _Pass(Iterator[list]):
@@ -118,8 +150,10 @@ class _Pass(Iterator[list]):
         return next(self._stream)
 
 
-def _rebuild(cls: type, dataset: Any, arguments: dict, state: Any) -> Any:
+def _rebuild(cls: type, dataset: Any, arguments: dict, state: Any, shared: Any = None) -> Any:
     stage = cls(dataset, **arguments)
     if state is not None:
         stage.load_state_dict(state)
+    if shared is not None:
+        stage._worker_began = shared
     return stage

@@ -160,6 +160,15 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             micro-batches (default 1).
         oversized: token mode: "error" (default) refuses a record above T at construction;
             "alone" gives each such record a micro-batch of its own.
+        padding: token mode, an epoch whose records cannot give every rank as many non-empty
+            micro-batches (e.g. an odd count of records of T tokens on two ranks): "repeat"
+            (default) plans the order's first records again at its end, the fewest that plan
+            (as DistributedSampler pads its order); "empty" gives the ranks short of records
+            empty micro-batches instead (``stats["padding_micro_batches"]``; the trainer runs
+            each as a zero-weight step that still joins the collectives); "error" refuses it.
+        pad_to_multiple_of: token mode, k: each record counts as its length rounded up to a
+            multiple of k, for max_tokens and the default cost (context parallelism pads each
+            sequence to a multiple of 2 * CP). Default 1; at most max_tokens.
         In token mode ``drop_last``, ``batching``, ``cap`` and ``level_steps`` keep their
         defaults (anything else is refused: every record is planned, packed, by its own cost).
 
@@ -193,13 +202,16 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         lengths: Any = None,
         multiple_of: int = 1,
         oversized: str = "error",
+        padding: str = "repeat",
+        pad_to_multiple_of: int = 1,
     ) -> None:
         arguments = dict(
             costs=costs, batch_size=batch_size, num_replicas=num_replicas, rank=rank,
             shuffle=shuffle, seed=seed, drop_last=drop_last, lookahead=lookahead,
             batching=batching, cap=cap, level_steps=level_steps, check_digest=check_digest,
             max_tokens=max_tokens, micro_batches=micro_batches, lengths=lengths,
-            multiple_of=multiple_of, oversized=oversized,
+            multiple_of=multiple_of, oversized=oversized, padding=padding,
+            pad_to_multiple_of=pad_to_multiple_of,
         )  # fmt: skip
         dist = _torch_distributed()
         if num_replicas is None:
@@ -228,7 +240,8 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         if max_tokens is None:
             _only_defaults(
                 (("micro_batches", micro_batches, None), ("lengths", lengths, None),
-                 ("multiple_of", multiple_of, 1), ("oversized", oversized, "error")),
+                 ("multiple_of", multiple_of, 1), ("oversized", oversized, "error"),
+                 ("padding", padding, "repeat"), ("pad_to_multiple_of", pad_to_multiple_of, 1)),
                 "{name}= is for token-budget micro-batches: pass max_tokens= too (or leave it "
                 "out for batches of batch_size)",
             )  # fmt: skip
@@ -248,7 +261,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             self.batch_size: Optional[int] = None
             self._tokens = TokenShape(
                 _WHO, lengths, costs, self.num_replicas, self.lookahead, max_tokens,
-                micro_batches, multiple_of, oversized,
+                micro_batches, multiple_of, oversized, padding, pad_to_multiple_of,
             )  # fmt: skip
             self.dataset_size = self._tokens.dataset_size
             self._format = TokenShape.format
@@ -379,7 +392,8 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         the efficiency the plans promise and their gap to the lower bound. In token mode:
         windows, batches (this rank's micro-batches), steps, micro_steps_bound (the fewest
         micro-steps the tokens allow), oversized, padded (the order's first records planned again
-        at its end), digest and planned_efficiency (per micro-step)."""
+        at its end), padding_micro_batches (empty micro-batches of every rank), digest and
+        planned_efficiency (per micro-step)."""
         cursor = self._current()
         plan = cursor.plan if cursor is not None else self._planned(self.epoch)
         return dict(plan.stats())

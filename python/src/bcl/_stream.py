@@ -221,18 +221,20 @@ class BalancedStream(Iterator[list]):
             memory = self._memory_values if self._memory is not None else None
             try:
                 self._core.push(intake, self._values, memory)
-            except Error:
-                self._note_refused(self._values, memory)
+            except BaseException:
+                self._note_refused(memory)
                 raise
         elif self._ended:
             self._core.finish()
 
-    def _note_refused(self, *lists: Optional[list]) -> None:
-        """Notes a value the core refused, None in its list now (the push took nothing), to be
-        asked for again; the values before it are valid, so the first None is it."""
-        for values in lists:
-            if values is not None and None in values:
-                self._refused.append((values, values.index(None)))
+    def _note_refused(self, memory: Optional[list]) -> None:
+        """Notes the value the core refused, if the push refused one (it set it to None and took
+        nothing), to be asked for again. The core says which, so no list is searched: their other
+        items, valued but not yet checked, may be anything (an array whose == is elementwise)."""
+        refused = self._core.refused
+        if refused is not None:
+            is_memory, at = refused
+            self._refused.append((memory if is_memory else self._values, at))
 
     def _value_all(self, values: list, value_of: Any) -> None:
         """Asks `value_of` for each record of the intake not yet valued, and again for a value the
@@ -468,11 +470,13 @@ class BalancedStream(Iterator[list]):
         items = records if self._key is None else [self._key(r) for r in records]
         try:
             return pickle.dumps(list(items), protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError) as e:
-            raise Error(
-                f"{_WHO}: the pending records do not pickle ({e}); pass key= and restore= to "
-                "save them by key"
-            ) from None
+        except Exception as e:  # noqa: BLE001 - whatever a record's pickling raises
+            what, hint = "pending records", "pass key= and restore= to save them by key"
+            if self._key is not None:
+                what = "keys key= gave the pending records"
+                hint = "key(record) must return a value that pickles (an id, a path)"
+            why = f"{type(e).__name__}: {e}"
+            raise Error(f"{_WHO}: the {what} do not pickle ({why}); {hint}") from e
 
     def _unpack(self, read: Reader, field: str) -> list:
         data = read.data(field)

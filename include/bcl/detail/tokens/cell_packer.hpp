@@ -39,11 +39,12 @@ public:
 
     /// Deals `records` (indices into `tokens` and `cost`, in the order to deal them) into `cells`
     /// empty cells of `capacity` tokens; `closing` (by record, or empty for none) marks the
-    /// records that close their cell. True if every record found room and no cell is empty;
-    /// then cell_of() gives each record's cell and loads() each cell's cost.
+    /// records that close their cell. True if every record found room and no cell is empty (or,
+    /// with `allow_empty`, whether cells are left empty or not); then cell_of() gives each
+    /// record's cell and loads() each cell's cost.
     bool deal(std::span<const std::uint32_t> records, std::span<const std::uint64_t> tokens,
               std::span<const std::uint64_t> cost, std::size_t cells, std::uint64_t capacity,
-              std::span<const std::uint8_t> closing = {}) {
+              std::span<const std::uint8_t> closing = {}, bool allow_empty = false) {
         m_cell_of.assign(tokens.size(), none);
         m_load.assign(cells, 0);
         m_tokens.assign(cells, 0);
@@ -94,7 +95,8 @@ public:
             }
             if (!placed) return false;
         }
-        return std::none_of(m_count.begin(), m_count.end(), [](std::uint32_t c) { return c == 0; });
+        return allow_empty ||
+               std::none_of(m_count.begin(), m_count.end(), [](std::uint32_t c) { return c == 0; });
     }
 
     static constexpr std::uint32_t none = ~std::uint32_t{0};

@@ -24,12 +24,13 @@ namespace bcl::detail::tokens {
 class first_fit_packer {
 public:
     /// Deals `records` (indices into `tokens`, in the order to deal them) into `cells` empty
-    /// cells of `capacity` tokens. True if every record found room and no cell is empty; then
-    /// cell_of() gives each record's cell.
+    /// cells of `capacity` tokens. True if every record found room and no cell is empty (or,
+    /// with `allow_empty`, whether cells are left empty or not); then cell_of() gives each
+    /// record's cell.
     bool deal(std::span<const std::uint32_t> records, std::span<const std::uint64_t> tokens,
-              std::size_t cells, std::uint64_t capacity,
-              std::span<const std::uint8_t> closing = {}) {
-        if (cells == 0 || records.size() < cells) return false;
+              std::size_t cells, std::uint64_t capacity, std::span<const std::uint8_t> closing = {},
+              bool allow_empty = false) {
+        if (cells == 0 || (records.size() < cells && !allow_empty)) return false;
         m_cell_of.assign(tokens.size(), none);
         m_count.assign(cells, 0);
         m_used.assign(cells, 0);
@@ -65,7 +66,8 @@ public:
             m_cell_of[r] = static_cast<std::uint32_t>(empty);
             ++m_count[empty];
         }
-        return std::find(m_count.begin(), m_count.end(), std::size_t{0}) == m_count.end();
+        return allow_empty ||
+               std::find(m_count.begin(), m_count.end(), std::size_t{0}) == m_count.end();
     }
 
     [[nodiscard]] std::span<const std::uint32_t> cell_of() const noexcept { return m_cell_of; }

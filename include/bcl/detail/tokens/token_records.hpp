@@ -30,6 +30,14 @@ namespace bcl::detail::tokens {
 /// and every sum of tokens of a plan exact in 64 bits.
 inline constexpr std::uint64_t max_record_tokens = std::uint64_t{1} << 31;
 
+/// A record's length as a plan counts it: `tokens` rounded up to a multiple of `multiple` (a
+/// context-parallel trainer pads each sequence so), or as it is above 2^31 (refused anyway).
+[[nodiscard]] constexpr std::uint64_t padded_length(std::uint64_t tokens,
+                                                    std::uint64_t multiple) noexcept {
+    if (multiple <= 1 || tokens > max_record_tokens) return tokens;
+    return (tokens + multiple - 1) / multiple * multiple;
+}
+
 /// A plan's records as integers.
 struct token_records {
     std::vector<std::uint64_t> tokens; ///< for packing: the record's, or T for one allowed alone
@@ -45,13 +53,14 @@ struct token_records {
     }
 };
 
-/// Reads `tokens` (and `costs`, one per record, or none for the default cost) into `out`.
+/// Reads `tokens` (and `costs`, one per record, or none for the default cost) into `out`, each
+/// length counted as padded_length(length, multiple) for the budget and the default cost.
 /// Throws bcl::error (prefixed with `who`) naming the index and value of a record above
 /// `max_tokens` (unless `oversized_alone`), of a cost that is not valid (bcl::valid_cost), and
 /// for costs of another length; `out` may then be partly written. O(n).
 inline void read_records(std::span<const std::uint64_t> tokens, std::span<const double> costs,
                          std::uint64_t max_tokens, bool oversized_alone, std::string_view who,
-                         token_records& out) {
+                         token_records& out, std::uint64_t multiple = 1) {
     const std::size_t n = tokens.size();
     if (!costs.empty() && costs.size() != n)
         throw error(std::string(who) + ": " + std::to_string(costs.size()) + " costs for " +
@@ -63,12 +72,16 @@ inline void read_records(std::span<const std::uint64_t> tokens, std::span<const 
     out.alone.assign(n, 0);
     out.oversized = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t t = tokens[i];
+        const std::uint64_t t = padded_length(tokens[i], multiple);
         if (t > max_tokens) {
             if (!oversized_alone || t > max_record_tokens)
                 throw error(std::string(who) + ": record " + std::to_string(i) + " has " +
-                            std::to_string(t) + " tokens, above max_tokens (" +
-                            std::to_string(max_tokens) + ")" +
+                            std::to_string(tokens[i]) + " tokens" +
+                            (t != tokens[i]
+                                 ? " (" + std::to_string(t) + " padded to a multiple of " +
+                                       std::to_string(multiple) + ")"
+                                 : std::string()) +
+                            ", above max_tokens (" + std::to_string(max_tokens) + ")" +
                             (oversized_alone ? ": no record may have more than 2^31"
                                              : "; truncate it, or let such records have a "
                                                "micro-batch of their own"));
@@ -83,7 +96,7 @@ inline void read_records(std::span<const std::uint64_t> tokens, std::span<const 
     if (costs.empty()) {
         std::uint64_t largest = 0;
         for (std::size_t i = 0; i < n; ++i) {
-            out.cost[i] = default_cost_units(tokens[i]);
+            out.cost[i] = default_cost_units(padded_length(tokens[i], multiple));
             largest = std::max(largest, out.cost[i]);
         }
         // Shift so that n costs add up below 2^63.

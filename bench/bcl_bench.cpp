@@ -17,6 +17,9 @@
 //                                       records, T = 16384 (R = 8, 64), read against
 //                                       baseline/sort/N:131072, std::sort of their costs
 //   token_plan/epoch/R:<R>              one rank's share of an epoch of the same records
+//   token_plan/held/N:1048576/src:<src>/R:64
+//                                       one held batch of 2^20 Mooncake or heavy-tailed records
+//                                       (T = 131072), beside baseline/sort/N:1048576/src:<src>
 //                                       (bcl::token_epoch_planner, K = 8 steps of M = 2)
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
 //                                       and real workloads (bench/workloads), for the table in
@@ -51,6 +54,7 @@
 #include <bcl/partition/lpt.hpp>
 #include <bcl/partition/snake.hpp>
 #include <bcl/partition/swap_refinement.hpp>
+#include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
 
 #include <benchmark/benchmark.h>
@@ -536,6 +540,78 @@ void token_plan_benchmark(benchmark::State& state, bool epoch) {
     state.counters["micro_steps_over_bound"] = over_sum / each;
 }
 
+/// The records of the large held rows: 2^20 lengths drawn with replacement from Mooncake's
+/// (`mooncake`), or a heavy tail (`heavy_tail`: round(2000 / U^(1/1.2)), at most 4T = 524288:
+/// about 1 in 150 above T = 131072, each planned alone in a micro-batch). Empty if the file is
+/// missing.
+std::vector<std::uint64_t> large_held_tokens(bool heavy_tail) {
+    constexpr std::size_t n = std::size_t{1} << 20;
+    std::vector<std::uint64_t> tokens(n);
+    std::mt19937_64 gen(0x5eed1000 + (heavy_tail ? 1 : 0));
+    if (heavy_tail) {
+        for (std::uint64_t& t : tokens) {
+            const double u = 1.0 - static_cast<double>(gen() >> 11) * 0x1.0p-53; // (0, 1]
+            t = static_cast<std::uint64_t>(
+                std::min(std::round(2000.0 / std::pow(u, 1.0 / 1.2)), 524288.0));
+        }
+        return tokens;
+    }
+    const std::vector<std::uint32_t> file =
+        read_lengths("mooncake_fast25_conversation_total_tokens.txt");
+    if (file.empty()) return {};
+    for (std::uint64_t& t : tokens) t = std::max<std::uint32_t>(1, file[gen() % file.size()]);
+    return tokens;
+}
+
+/// token_plan/held/N:1048576/src:<src>/R:64: one bcl::token_planner::plan_held() per iteration
+/// of the same held batch of 2^20 records (large_held_tokens), T = 131072, K = 1, records above T
+/// alone; baseline/sort/N:1048576/src:<src>: std::sort of those records' default costs (L +
+/// L^2/24576, as doubles), the yardstick. Counters as token_plan_benchmark's.
+void large_held_benchmark(benchmark::State& state, bool heavy_tail, bool sort_only) {
+    const std::vector<std::uint64_t> tokens = large_held_tokens(heavy_tail);
+    if (tokens.empty()) {
+        state.SkipWithError("bench/workloads/mooncake_fast25_conversation_total_tokens.txt is "
+                            "missing (run from the source tree)");
+        return;
+    }
+    const std::size_t n = tokens.size();
+    if (sort_only) {
+        std::vector<double> costs(n);
+        std::vector<double> sorted(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto l = static_cast<double>(tokens[i]);
+            costs[i] = l + l * l / 24576.0;
+        }
+        for (auto _ : state) {
+            state.PauseTiming();
+            sorted = costs;
+            state.ResumeTiming();
+            std::sort(sorted.begin(), sorted.end());
+            benchmark::DoNotOptimize(sorted.data());
+        }
+        set_counters(state, n, 0.0, static_cast<std::size_t>(state.iterations()), 0);
+        return;
+    }
+    const bcl::token_budget budget{.ranks = static_cast<std::size_t>(state.range(0)),
+                                   .max_tokens = 131072};
+    bcl::token_plan_options opt;
+    opt.oversized_alone = true;
+    bcl::token_planner planner;
+    std::vector<bcl::micro_slot> out(n);
+    bcl::token_plan_summary s = planner.plan_held(tokens, {}, {}, budget, 1, opt, out); // warm-up
+    const std::size_t allocations_before = allocations_now();
+    std::size_t runs = 0;
+    for (auto _ : state) {
+        s = planner.plan_held(tokens, {}, {}, budget, 1, opt, out);
+        benchmark::DoNotOptimize(out.data());
+        ++runs;
+    }
+    set_counters(state, n, 0.0, runs, allocations_since(allocations_before));
+    state.counters["plan_efficiency"] = s.efficiency();
+    state.counters["micro_steps_over_bound"] =
+        static_cast<double>(s.micro_steps) / static_cast<double>(s.micro_steps_bound);
+}
+
 /// baseline/sort/N:131072: std::sort of the same 131,072 costs as the token rows.
 void token_sort_benchmark(benchmark::State& state) {
     sort_windows(state, token_records, plan_pool_windows);
@@ -723,6 +799,17 @@ void register_all() {
     benchmark::RegisterBenchmark("baseline/sort", token_sort_benchmark)
         ->ArgNames({"N"})
         ->Arg(static_cast<std::int64_t>(token_records));
+    for (const bool heavy_tail : {false, true}) {
+        const std::string src = heavy_tail ? "heavy_tail" : "mooncake";
+        benchmark::RegisterBenchmark(("baseline/sort/N:1048576/src:" + src).c_str(),
+                                     large_held_benchmark, heavy_tail, true)
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("token_plan/held/N:1048576/src:" + src).c_str(),
+                                     large_held_benchmark, heavy_tail, false)
+            ->ArgNames({"R"})
+            ->Arg(64)
+            ->Unit(benchmark::kMillisecond);
+    }
     for (const std::int64_t r : {8, 64}) {
         benchmark::RegisterBenchmark("token_plan/held", token_plan_benchmark, false)
             ->ArgNames({"R"})

@@ -358,6 +358,16 @@ TEST_CASE("token plan: groups kept to a rank are planned whenever one record a m
     const auto s = planner.plan_held(tokens, {}, groups, b, 2, {}, out);
     check_plan(tokens, groups, b, {}, out, s);
     CHECK(s.micro_steps == 4);
+    // One group cannot fill two ranks: the error names groups, not records.
+    const std::vector<std::uint64_t> one_group(6, 0);
+    micro_slots six(6);
+    CHECK_THAT(bcl_test::bcl_error_message([&] {
+                   (void)planner.plan_held(std::vector<std::uint64_t>(6, 10), {}, one_group,
+                                           {.ranks = 2, .max_tokens = 100}, 1, {}, six);
+               }),
+               Contains("1 group (6 records)") && Contains("too few groups") &&
+                   Contains("a group's records share one rank and step") &&
+                   Contains("padding=\"empty\""));
 }
 
 TEST_CASE("token plan: bad input is an error naming the field, and the output is untouched",
@@ -722,4 +732,105 @@ TEST_CASE("token plan: a stream's last window pads with empty micro-batches wher
     CHECK(s.records == 3);
     CHECK(s.micro_steps == 2);
     CHECK(s.padding == 1);
+}
+
+namespace {
+
+// Whether `tokens` pack into `cells` cells of `capacity`, none empty: every assignment, largest
+// first, a cell's tokens never above capacity, empty cells tried once.
+bool packs_exactly(std::vector<std::uint64_t> tokens, std::size_t cells, std::uint64_t capacity) {
+    if (tokens.size() < cells) return false;
+    std::sort(tokens.rbegin(), tokens.rend());
+    std::vector<std::uint64_t> used(cells, 0);
+    std::vector<std::size_t> count(cells, 0);
+    const std::function<bool(std::size_t, std::size_t)> place = [&](std::size_t k,
+                                                                    std::size_t empty) {
+        if (k == tokens.size()) return empty == 0;
+        if (tokens.size() - k < empty) return false;
+        bool tried_empty = false;
+        for (std::size_t c = 0; c < cells; ++c) {
+            if (used[c] + tokens[k] > capacity) continue;
+            if (count[c] == 0) {
+                if (tried_empty) continue;
+                tried_empty = true;
+            }
+            used[c] += tokens[k];
+            const bool was_empty = count[c]++ == 0;
+            if (place(k + 1, empty - (was_empty ? 1 : 0))) return true;
+            --count[c];
+            used[c] -= tokens[k];
+        }
+        return false;
+    };
+    return place(0, cells);
+}
+
+} // namespace
+
+TEST_CASE("token plan: the least count, against exhaustive search on tight batches",
+          "[token_plan]") {
+    // The batch where first fit needs 3 micro-batches a rank and 2 fit: {491, 489}, {448, 432},
+    // {420, 336, 218}, {423, 333, 215}.
+    bcl::token_planner planner;
+    const std::vector<std::uint64_t> example{420, 491, 423, 432, 489, 333, 218, 215, 448, 336};
+    micro_slots out(example.size());
+    CHECK(planner.plan_held(example, {}, {}, {.ranks = 2, .max_tokens = 1000}, 1, {}, out)
+              .micro_batches == 2);
+    // Tight batches: records of T/5 to T/2 tokens, as many as fill a few micro-steps nearly full.
+    std::mt19937_64 gen(61);
+    std::size_t cases = 0;
+    std::size_t least = 0;
+    for (std::size_t trial = 0; trial < bcl_test::random_cases(2400); ++trial) {
+        const std::size_t r = 1 + gen() % 3;
+        const std::uint64_t t_max = 1000;
+        std::vector<std::uint64_t> tokens(4 + gen() % 9);
+        for (auto& t : tokens) t = 200 + gen() % 301;
+        std::vector<double> costs;
+        if (gen() % 2 == 0)
+            for (std::size_t i = 0; i < tokens.size(); ++i)
+                costs.push_back(static_cast<double>(1 + gen() % 100));
+        std::size_t best = 0;
+        for (std::size_t m = 1; m * r <= tokens.size() && best == 0; ++m)
+            if (packs_exactly(tokens, r * m, t_max)) best = m;
+        if (best == 0) continue;
+        ++cases;
+        micro_slots slots(tokens.size());
+        const auto s =
+            planner.plan_held(tokens, costs, {}, {.ranks = r, .max_tokens = t_max}, 1, {}, slots);
+        CAPTURE(trial, r, tokens, best, s.micro_batches);
+        REQUIRE(s.micro_batches >= best);
+        REQUIRE(s.micro_batches <= best + 1); // never two or more above the least
+        least += s.micro_batches == best;
+    }
+    CAPTURE(cases, least);
+    CHECK(cases >= bcl_test::random_cases(2400) * 9 / 10);
+    CHECK(least >= cases * 995 / 1000);
+}
+
+TEST_CASE("token plan: at the least count, records small against T are balanced to 0.995 and "
+          "better",
+          "[token_plan]") {
+    // 32 ranks, T = 2048, 256 records a rank of lognormal lengths up to T/4: the count is the
+    // token bound, where first fit (tokens only) often takes over from LPT; moves and swaps
+    // with the cheapest cells win the balance back.
+    std::mt19937_64 gen(71);
+    bcl::token_planner planner;
+    double worst = 1.0;
+    for (const double median : {30.0, 60.0, 120.0})
+        for (const double sigma : {0.5, 1.0, 1.5}) {
+            std::lognormal_distribution<double> length(std::log(median), sigma);
+            for (std::size_t trial = 0; trial < bcl_test::random_cases(4); ++trial) {
+                std::vector<std::uint64_t> tokens(32 * 256);
+                for (auto& t : tokens)
+                    t = std::min<std::uint64_t>(512, 1 + static_cast<std::uint64_t>(length(gen)));
+                micro_slots out(tokens.size());
+                const auto s = planner.plan_held(tokens, {}, {}, {.ranks = 32, .max_tokens = 2048},
+                                                 1, {}, out);
+                CAPTURE(median, sigma, trial, s.micro_steps, s.micro_steps_bound);
+                REQUIRE(s.micro_steps == s.micro_steps_bound);
+                worst = std::min(worst, s.efficiency());
+            }
+        }
+    CAPTURE(worst);
+    CHECK(worst >= 0.995);
 }

@@ -6,6 +6,7 @@
 #include "metrics.hpp"
 #include "workload.hpp"
 
+#include <bcl/cost_check.hpp>
 #include <bcl/detail/intake/outlier_cap.hpp>
 #include <bcl/estimators.hpp>
 #include <bcl/options.hpp>
@@ -61,14 +62,17 @@ using cost_model = bcl::affine_quadratic_cost<>;
 }
 
 /// The cost under `m` of rank `rank`'s index-th record, `length` tokens long. Throws input_error,
-/// naming the record, if the cost is not finite and >= 0 (a length too large for the model).
+/// naming the record, if the cost is not one bcl accepts (bcl::valid_cost: finite, >= 0 and at
+/// most bcl::max_estimate; a length too large for the model), so that the simulator plans only
+/// what the library would.
 [[nodiscard]] inline double record_cost(const cost_model& m, double length, std::size_t rank,
                                         std::uint64_t index) {
     const double cost = m(length);
-    if (!std::isfinite(cost) || cost < 0.0)
+    if (!bcl::valid_cost(cost))
         throw input_error(fmt::format("record {} of rank {} has length {} and cost {}; the cost "
-                                      "model must give a finite cost >= 0",
-                                      index, rank, length, cost));
+                                      "model must give a cost >= 0 and at most bcl::max_estimate "
+                                      "({})",
+                                      index, rank, length, cost, bcl::max_estimate));
     return cost;
 }
 

@@ -202,6 +202,7 @@ inline nlohmann::ordered_json token_policy_json(const policy_result& p) {
             {"step_records_spread", m.step_records_spread},
             {"step_heavy_excess", m.step_heavy_excess},
             {"step_cost_spread", m.step_cost_spread},
+            {"step_tokens_gap", m.step_tokens_gap},
             {"steps", m.steps},
             {"records", m.records},
             {"note", p.extras.note}};

@@ -57,7 +57,10 @@ struct token_metrics {
     /// The mean over windows of the dearest step's cost (the sum of its micro-batches' costs
     /// over every rank) over the cheapest's.
     double step_cost_spread = 1.0;
-    std::size_t windows = 0; ///< the full windows those three are over
+    /// The mean over windows of the largest relative gap between a step's tokens and the
+    /// window's mean step (0 is even; 0.1: every step within 10% of the mean).
+    double step_tokens_gap = 0.0;
+    std::size_t windows = 0; ///< the full windows those four are over
 };
 
 /// Streams the steps of a policy into token_metrics, and checks on every step what a trainer
@@ -122,7 +125,7 @@ public:
         m_out.micro_steps += count;
         const double bound = std::ceil(step_tokens / (static_cast<double>(m_ranks) * m_max_tokens));
         m_within += static_cast<double>(count) <= bound + 1.0 ? 1 : 0;
-        add_to_window(step_records, step_heavy, step_cost);
+        add_to_window(step_records, step_heavy, step_cost, step_tokens);
     }
 
     /// The token bound of a planning unit (a step, a pool or a window) whose steps were added.
@@ -140,13 +143,15 @@ public:
             m.step_records_spread = m_spread_sum / w;
             m.step_heavy_excess = m_excess_sum / w;
             m.step_cost_spread = m_cost_spread_sum / w;
+            m.step_tokens_gap = m_tokens_gap_sum / w;
         }
         return m;
     }
 
 private:
     // Tallies a step into the current window, and a full window into the step-mixing figures.
-    void add_to_window(std::uint64_t records, std::uint64_t heavy, double cost) {
+    void add_to_window(std::uint64_t records, std::uint64_t heavy, double cost, double tokens) {
+        m_window_tokens.push_back(tokens);
         m_window_records.push_back(records);
         m_window_heavy.push_back(heavy);
         m_window_cost.push_back(cost);
@@ -164,8 +169,15 @@ private:
             m_spread_sum += static_cast<double>(*most) / static_cast<double>(*fewest);
             m_excess_sum += static_cast<double>(fullest > share ? fullest - share : 0);
             m_cost_spread_sum += *dearest / *cheapest;
+            double mean = 0.0;
+            for (const double t : m_window_tokens) mean += t;
+            mean /= static_cast<double>(m_window);
+            double gap = 0.0;
+            for (const double t : m_window_tokens) gap = std::max(gap, std::abs(t / mean - 1.0));
+            m_tokens_gap_sum += gap;
             ++m_out.windows;
         }
+        m_window_tokens.clear();
         m_window_records.clear();
         m_window_heavy.clear();
         m_window_cost.clear();
@@ -183,9 +195,11 @@ private:
     std::vector<std::uint64_t> m_window_records; // by step of the current window
     std::vector<std::uint64_t> m_window_heavy;
     std::vector<double> m_window_cost;
+    std::vector<double> m_window_tokens;
     double m_spread_sum = 0.0;      // the sum over full windows of most / fewest records a step
     double m_excess_sum = 0.0;      // of the fullest step's heavy records above the even share
     double m_cost_spread_sum = 0.0; // of the dearest step's cost over the cheapest's
+    double m_tokens_gap_sum = 0.0;  // of the largest relative gap of a step's tokens to the mean
 };
 
 } // namespace bcl_sim

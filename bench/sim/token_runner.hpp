@@ -10,6 +10,7 @@
 
 #include <bcl/epoch_plan.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
 
 #include <fmt/format.h>

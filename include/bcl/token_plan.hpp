@@ -10,8 +10,11 @@
 #include <bcl/detail/random.hpp>
 #include <bcl/detail/tokens/cell_leveller.hpp>
 #include <bcl/detail/tokens/cell_packer.hpp>
+#include <bcl/detail/tokens/cell_rebalancer.hpp>
+#include <bcl/detail/tokens/count_search.hpp>
 #include <bcl/detail/tokens/first_fit.hpp>
 #include <bcl/detail/tokens/micro_layout.hpp>
+#include <bcl/detail/tokens/search_packer.hpp>
 #include <bcl/detail/tokens/step_dealer.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/error.hpp>
@@ -190,20 +193,22 @@ public:
         const auto plans = [&](std::size_t count) {
             return plan_cells(r, steps, count, budget.max_tokens, by_rank);
         };
-        std::size_t micro = least_count(least, most, m, plans);
+        std::size_t micro = detail::tokens::least_count(least, most, m, plans);
         if (micro == 0 && opt.allow_empty_micro_batches) {
             // With room for every unit alone, a plan always exists: LPT gives each its own cell.
             m_allow_empty = true;
-            micro = least_count(least, round_up(ceil_div(m_unit_tokens.size(), r * steps), m), m,
-                                plans);
+            micro = detail::tokens::least_count(
+                least, round_up(ceil_div(m_unit_tokens.size(), r * steps), m), m, plans);
         }
         if (micro != 0) {
             finish(out, summary_of(r, steps, micro, bound, total_tokens));
             return m_summary;
         }
+        const std::size_t group_count = m_group_tokens.size();
         const std::string units = groups.empty()
                                       ? std::to_string(n) + " records"
-                                      : std::to_string(m_group_tokens.size()) + " groups (" +
+                                      : std::to_string(group_count) +
+                                            (group_count == 1 ? " group (" : " groups (") +
                                             std::to_string(n) + " records)";
         const std::string what = groups.empty() ? "records" : "groups";
         throw error(std::string(who) + ": " + units + " of " + std::to_string(total_tokens) +
@@ -370,41 +375,6 @@ private:
     [[nodiscard]] static std::size_t round_up(std::size_t a, std::size_t m) noexcept {
         return (a + m - 1) / m * m;
     }
-    // The least count, a multiple of `m` in [least, most], at which `plans(count)` plans, or 0
-    // if none does: `plans` at `least`, then at counts that climb by m, 2m, 4m, ... (capped at
-    // `most`) until one plans, then halving the gap between the last that did not and the first
-    // that did. The deals tried grow with the logarithm of the gap to `least`: counts near the
-    // bound plan in one or two, a batch of records above T/2 (twice the bound) in a few dozen.
-    // Planning is monotone in the count as a rule (more cells, more room); where it is not, the
-    // count found plans, and no count below it that was tried does. `plans` leaves the plan of
-    // its last success in place, so the count found is planned again where the last try failed.
-    template <class Plans>
-    static std::size_t least_count(std::size_t least, std::size_t most, std::size_t m,
-                                   Plans&& plans) {
-        if (least > most) return 0;
-        if (plans(least)) return least;
-        std::size_t failed = least; // the largest count known not to plan
-        std::size_t found = 0;      // the least count known to plan
-        for (std::size_t climb = m;; climb *= 2) {
-            const std::size_t count = std::min(round_up(failed + climb, m), most / m * m);
-            if (count <= failed) return 0;
-            if (plans(count)) {
-                found = count;
-                break;
-            }
-            failed = count;
-            if (count == most / m * m) return 0;
-        }
-        bool last_planned = true;
-        while (found - failed > m) {
-            const std::size_t mid = failed + (found - failed) / m / 2 * m;
-            last_planned = plans(mid);
-            (last_planned ? found : failed) = mid;
-        }
-        if (!last_planned) (void)plans(found);
-        return found;
-    }
-
     [[nodiscard]] static std::uint64_t sum(std::span<const std::uint64_t> v) noexcept {
         return std::accumulate(v.begin(), v.end(), std::uint64_t{0});
     }
@@ -543,35 +513,10 @@ private:
             m_order.assign(m_prefix.begin(), m_prefix.end());
         else
             order_units();
-        bool found = false;
-        std::uint64_t best = 0;
-        if (dealt || m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity,
-                                   m_unit_alone, m_allow_empty)) {
-            best = m_layout.lay_out(m_packer.cells_of(), m_unit_cost, cells, r, micro);
-            m_cell_of.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
-            found = true;
-        } else {
-            // Dealing by cost does not pack; the records by tokens, largest first, may: first by
-            // LPT (each to the cheapest cell with room) when costs do not follow tokens (when
-            // they do, as the default cost's, that is the deal above), then by first fit (each
-            // to the lowest cell with room), the tightest, whose cells the layout still lines up
-            // by cost across ranks.
-            const bool differs = by_tokens_differs();
-            const std::span<const std::uint32_t> by_tokens = differs ? m_by_tokens : m_order;
-            const std::span<const std::uint32_t> placed =
-                differs && m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity,
-                                         m_unit_alone, m_allow_empty)
-                    ? m_packer.cells_of()
-                : m_first_fit.deal(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone,
-                                   m_allow_empty)
-                    ? m_first_fit.cell_of()
-                    : std::span<const std::uint32_t>{};
-            if (!placed.empty()) {
-                best = m_layout.lay_out(placed, m_unit_cost, cells, r, micro);
-                m_cell_of.assign(placed.begin(), placed.end());
-                found = true;
-            }
-        }
+        const bool found = dealt ? keep_deal(m_packer.cells_of(), false, cells, capacity)
+                                 : deal_units(cells, capacity);
+        const std::uint64_t best =
+            found ? m_layout.lay_out(m_cell_of, m_unit_cost, cells, r, micro) : 0;
         // Levelling forms a micro-step only where the dearest record is above the mean cell;
         // elsewhere it would deal every record as LPT just did. Where no deal packed at this
         // count, levelling (the same deal after a few steps) is not tried either: a failed count
@@ -594,6 +539,44 @@ private:
             }
         }
         return found;
+    }
+
+    // Deals the units (m_order, dearest first) into `cells` cells: LPT with the token capacity
+    // (cell_packer), or, where it leaves a unit without room, the units by tokens, largest
+    // first: by LPT when costs do not follow tokens (when they do, as the default cost's, that
+    // is the deal just tried), then by first fit (each to the lowest cell with room; first_fit),
+    // the tightest greedy packing, then, in small plans, the bounded search (search_packer).
+    // LPT first: most counts tried pack by it, in one pass. True if a deal packed; m_cell_of
+    // then holds it.
+    bool deal_units(std::size_t cells, std::uint64_t capacity) {
+        if (m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity, m_unit_alone,
+                          m_allow_empty))
+            return keep_deal(m_packer.cells_of(), false, cells, capacity);
+        const bool differs = by_tokens_differs();
+        const std::span<const std::uint32_t> by_tokens = differs ? m_by_tokens : m_order;
+        if (differs && m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity,
+                                     m_unit_alone, m_allow_empty))
+            return keep_deal(m_packer.cells_of(), false, cells, capacity);
+        if (m_first_fit.deal(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone,
+                             m_allow_empty))
+            return keep_deal(m_first_fit.cell_of(), true, cells, capacity);
+        if (!m_allow_empty && by_tokens.size() <= search_records &&
+            m_search.pack(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone, search_budget))
+            return keep_deal(m_search.cell_of(), true, cells, capacity);
+        return false;
+    }
+
+    // Keeps `placed` (by unit: its cell) as m_cell_of. A packing for tokens (`tight`: first
+    // fit, the search) gives up balance; moves and swaps (cell_rebalancer) win it back where the
+    // plan has few enough cells. LPT's deals balance as they pack and are kept as they are.
+    // Returns true.
+    bool keep_deal(std::span<const std::uint32_t> placed, bool tight, std::size_t cells,
+                   std::uint64_t capacity) {
+        m_cell_of.assign(placed.begin(), placed.end());
+        if (tight && cells <= rebalance_cells)
+            m_rebalancer.rebalance(m_cell_of, m_unit_tokens, m_unit_cost, cells, capacity,
+                                   m_unit_alone, 2 * cells);
+        return true;
     }
 
     // m_by_tokens: the units by tokens, largest first (ties: the dearer, then the lower index).
@@ -790,10 +773,10 @@ private:
             return plan_cells(r, 1, count, budget.max_tokens, false);
         };
         const std::size_t least = round_up(std::max<std::size_t>(bound, 1), m);
-        std::size_t micro_steps = least_count(least, n / r, m, plans);
+        std::size_t micro_steps = detail::tokens::least_count(least, n / r, m, plans);
         if (micro_steps == 0 && opt.allow_empty_micro_batches) {
             m_allow_empty = true;
-            micro_steps = least_count(least, round_up(ceil_div(n, r), m), m, plans);
+            micro_steps = detail::tokens::least_count(least, round_up(ceil_div(n, r), m), m, plans);
         }
         if (micro_steps != 0) {
             // Renumber: micro-step k is step k / M, micro-batch k mod M.
@@ -849,6 +832,15 @@ private:
     detail::tokens::cell_leveller m_leveller;
     detail::tokens::micro_layout m_layout;
     detail::tokens::micro_layout m_alt_layout;
+    // The search where the greedy deals miss: plans of up to this many units, and at most this
+    // many placements a count (exact on tight plans of tens of records; a few ms at most).
+    static constexpr std::size_t search_records = 256;
+    static constexpr std::size_t search_budget = 100000;
+    detail::tokens::search_packer m_search;
+    // Balance won back after a packing for tokens: plans of up to this many cells, 2 rounds a
+    // cell (each O(C) plus the dearest cell's records times its partners').
+    static constexpr std::size_t rebalance_cells = 8192;
+    detail::tokens::cell_rebalancer m_rebalancer;
     bool m_deal_steps = true;              // false where groups bind their records to a step
     bool m_allow_empty = false;            // this count's deals may leave cells empty (padding)
     std::vector<std::uint8_t> m_cell_used; // by (step, micro, rank): whether a record is in it

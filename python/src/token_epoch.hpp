@@ -7,7 +7,7 @@
 
 #include "cost_table.hpp"
 
-#include <bcl/epoch_plan.hpp>
+#include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
 
 #include <pybind11/numpy.h>

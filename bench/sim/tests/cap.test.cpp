@@ -322,3 +322,17 @@ TEST_CASE("sim: a truncating quantile cap uses the prior during its warm-up", "[
         CHECK(total == 21.0);
     }
 }
+
+TEST_CASE("sim: a record's cost is one bcl accepts, or the run is refused naming the record",
+          "[sim][cap][input]") {
+    const bcl_sim::cost_model affine{0.0, 1.0, 0.0, {}};
+    CHECK(bcl_sim::record_cost(affine, 100.0, 0, 0) == 100.0);
+    // Above bcl::max_estimate (1e120): the library refuses it, so the simulator does.
+    const bcl_sim::cost_model huge{0.0, 1e119, 0.0, {}};
+    CHECK(bcl_sim::record_cost(huge, 5.0, 1, 7) == Approx(5e119));
+    CHECK_THROWS_WITH(bcl_sim::record_cost(huge, 11.0, 1, 7),
+                      Contains("record 7 of rank 1 has length 11") &&
+                          Contains("at most bcl::max_estimate"));
+    const bcl_sim::cost_model squared{0.0, 0.0, 1e300, {}};
+    CHECK_THROWS_AS(bcl_sim::record_cost(squared, 1e10, 0, 3), bcl_sim::input_error);
+}

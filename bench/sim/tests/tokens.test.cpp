@@ -9,6 +9,7 @@
 #include "token_policies.hpp"
 
 #include <bcl/epoch_plan.hpp>
+#include <bcl/token_epoch_plan.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -343,6 +344,8 @@ TEST_CASE("sim tokens: how fair a sample of its window each step is, over full w
     // Window 1: h = 2, even share ceil(2/2) = 1, its fullest step holds 2: 1 above.
     CHECK(m.step_heavy_excess == Approx((1.0 + 0.0) / 2.0));
     CHECK(m.step_cost_spread == Approx((24.0 / 6.0 + 1.0) / 2.0));
+    // Window 1's steps hold 14 and 6 tokens (mean 10: 40% off); window 2's 9 and 9.
+    CHECK(m.step_tokens_gap == Approx((0.4 + 0.0) / 2.0));
 }
 
 TEST_CASE("sim tokens: one held batch by hand through simulate", "[sim][tokens]") {

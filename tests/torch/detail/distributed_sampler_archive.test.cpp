@@ -5,7 +5,10 @@
 // asked for only when the archive has a plan digest, and only for the saved epoch. A setting or
 // cap that differs, bit for bit, is refused naming the field and both values; so are a position
 // outside the epoch or without a started epoch, and a plan digest that is missing, doubled or
-// not this sampler's; the seal is checked last.
+// not this sampler's; the seal is checked last. In token mode the archive has a format of its own
+// (either mode's reader refuses the other's by name), the token settings and the lengths' digest
+// instead of the fixed mode's settings, and the position is checked against the plan of the
+// saved epoch.
 
 #include "../sampler_support.hpp"
 
@@ -17,7 +20,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -242,4 +247,200 @@ TEST_CASE("distributed_sampler_archive: the seal is checked last, over every fie
             "dbs::load: the archive's bcl_digest does not match the archive's fields: the archive "
             "was altered or damaged after it was saved");
     REQUIRE(reading().read(p.bytes(/*reseal=*/true), identity()).position == 2);
+}
+
+namespace {
+
+using bcl::torch::detail::distributed_token_identity;
+using bcl::torch::detail::token_epoch_check;
+
+// A sampler in token mode as constructed: every setting away from its default.
+distributed_token_identity token_identity() {
+    distributed_token_identity id;
+    id.dataset_size = 300;
+    id.num_replicas = 4;
+    id.rank = 3;
+    id.lookahead = 2;
+    id.shuffle = false;
+    id.seed = 77;
+    id.max_tokens = 4096;
+    id.micro_batches = 6;
+    id.multiple_of = 3;
+    id.oversized_alone = true;
+    id.pad_to_multiple_of = 8;
+    id.padding = 1; // empty
+    id.lengths_digest = 0x0123456789abcdefULL;
+    id.costs_digest = 0xfedcba9876543210ULL;
+    return id;
+}
+
+std::string token_written(const distributed_token_identity& id, const distributed_position& at) {
+    torch::serialize::OutputArchive out;
+    bcl::torch::detail::write_distributed_token_archive(out, id, at);
+    return archive_bytes(out);
+}
+
+// Reads `bytes` as a token-mode sampler `id` whose plan of epoch 4 has digest 0x1234 and 9
+// micro-batches (another epoch: another digest); logs the epochs the plan is asked for.
+struct token_reading {
+    std::vector<std::size_t> planned;
+    distributed_position read(const std::string& bytes, const distributed_token_identity& id) {
+        torch::serialize::InputArchive archive;
+        std::istringstream stream(bytes);
+        archive.load_from(stream);
+        archive_reader in(archive, "dbs::load");
+        return bcl::torch::detail::read_distributed_token_archive(in, id, [&](std::size_t e) {
+            planned.push_back(e);
+            return token_epoch_check{e == 4 ? 0x1234U : 0x4321U, 9};
+        });
+    }
+};
+
+std::string token_refusal(const std::string& bytes, const distributed_token_identity& id) {
+    try {
+        (void)token_reading().read(bytes, id);
+    } catch (const bcl::error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("distributed_sampler_archive: in token mode the settings are saved one field each "
+          "under fixed keys, with the lengths' digest, under a format of their own",
+          "[torch][distributed_sampler_archive][tokens]") {
+    const auto settings = bcl::torch::detail::distributed_token_settings(token_identity());
+    const std::vector<std::pair<std::string, std::uint64_t>> expected = {
+        {"bcl_dataset_size", 300},
+        {"bcl_num_replicas", 4},
+        {"bcl_rank", 3},
+        {"bcl_lookahead", 2},
+        {"bcl_shuffle", 0},
+        {"bcl_seed", 77},
+        {"bcl_max_tokens", 4096},
+        {"bcl_micro_batches", 6},
+        {"bcl_multiple_of", 3},
+        {"bcl_oversized_alone", 1},
+        {"bcl_pad_to_multiple_of", 8},
+        {"bcl_padding", 1},
+        {"bcl_lengths", 0x0123456789abcdefULL},
+        {"bcl_costs", 0xfedcba9876543210ULL}};
+    REQUIRE(settings.size() == expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+        CAPTURE(k);
+        REQUIRE(settings[k].key == expected[k].first);
+        REQUIRE(settings[k].value == expected[k].second);
+    }
+    const archive_parts parts = archive_parts::of(token_written(token_identity(), midway()), false);
+    std::set<std::string> keys;
+    for (const auto& [key, t] : parts.fields) keys.insert(key);
+    std::set<std::string> expected_keys = {"bcl_format", "bcl_epoch", "bcl_position",
+                                           "bcl_plan_digest", "bcl_digest"};
+    for (const auto& [key, value] : expected) {
+        expected_keys.insert(key);
+        REQUIRE(parts.ints(key) == int64s{static_cast<std::int64_t>(value)});
+    }
+    REQUIRE(keys == expected_keys);
+    const torch::Tensor format = parts.fields.at("bcl_format");
+    REQUIRE(std::string(format.data_ptr<std::uint8_t>(),
+                        format.data_ptr<std::uint8_t>() + format.numel()) ==
+            "bcl::torch::distributed_balanced_sampler/tokens/1");
+
+    // The lengths' digest: equal tables, equal digests; one length changed, another.
+    const std::vector<std::uint64_t> lengths{5, 17, 4096, 0};
+    std::vector<std::uint64_t> changed = lengths;
+    changed[2] = 4095;
+    using bcl::torch::detail::length_table_digest;
+    REQUIRE(length_table_digest(lengths) ==
+            length_table_digest(std::vector<std::uint64_t>(lengths.begin(), lengths.end())));
+    REQUIRE(length_table_digest(lengths) != length_table_digest(changed));
+    REQUIRE(length_table_digest(lengths) !=
+            length_table_digest(std::span<const std::uint64_t>(lengths).first(3)));
+}
+
+TEST_CASE("distributed_sampler_archive: a token-mode archive gives back its position, checked "
+          "against the plan of the saved epoch, asked for only when there is a plan digest; "
+          "every setting that differs is named",
+          "[torch][distributed_sampler_archive][tokens]") {
+    token_reading r;
+    const distributed_position at =
+        r.read(token_written(token_identity(), midway()), token_identity());
+    REQUIRE(at.cursor == midway().cursor);
+    REQUIRE(at.position == 3);
+    REQUIRE(at.plan_digest == std::uint64_t{0x1234});
+    REQUIRE(r.planned == std::vector<std::size_t>{4});
+    // All 9 micro-batches handed out; none planned, none asked for.
+    REQUIRE(
+        token_reading()
+            .read(token_written(token_identity(), {midway().cursor, 9, 0x1234}), token_identity())
+            .position == 9);
+    token_reading unplanned;
+    REQUIRE(unplanned
+                .read(token_written(token_identity(), {epoch_cursor(), 0, std::nullopt}),
+                      token_identity())
+                .position == 0);
+    REQUIRE(unplanned.planned.empty());
+
+    const std::string prefix = "dbs::load: the archive's ";
+    const archive_parts genuine =
+        archive_parts::of(token_written(token_identity(), midway()), false);
+    const auto altered = [&](const std::string& key, const int64s& values) {
+        archive_parts p = genuine;
+        p.set(key, values);
+        return token_refusal(p.bytes(/*reseal=*/true), token_identity());
+    };
+    REQUIRE(altered("bcl_position", {10}) ==
+            prefix + "bcl_position is 10, outside the epoch's 0 to 9 micro-batches");
+    REQUIRE(altered("bcl_position", {-2}) ==
+            prefix + "bcl_position is -2, outside the epoch's 0 to its micro-batches");
+    REQUIRE(altered("bcl_epoch", {4, 0, 0, 0}) ==
+            prefix + "bcl_epoch says the epoch has not started, but bcl_position says 3 "
+                     "micro-batches were handed out");
+    REQUIRE_THAT(altered("bcl_plan_digest", {}),
+                 Contains(prefix + "bcl_plan_digest is empty") && Contains("3 micro-batches"));
+    REQUIRE_THAT(altered("bcl_epoch", {5, 1, 0, 0}),
+                 Contains(prefix + "bcl_plan_digest does not match this sampler's plan of "
+                                   "epoch 5 (bcl_epoch)"));
+
+    struct change {
+        std::function<void(distributed_token_identity&)> apply;
+        std::string message;
+    };
+    const std::vector<change> changes = {
+        {[](auto& id) { id.max_tokens = 8192; },
+         "bcl_max_tokens is 4096, but this sampler's max_tokens is 8192"},
+        {[](auto& id) { id.micro_batches = 3; },
+         "bcl_micro_batches is 6, but this sampler's micro_batches is 3"},
+        {[](auto& id) { id.multiple_of = 1; },
+         "bcl_multiple_of is 3, but this sampler's multiple_of is 1"},
+        {[](auto& id) { id.oversized_alone = false; },
+         "bcl_oversized_alone is 1, but this sampler's oversized_alone is 0"},
+        {[](auto& id) { id.pad_to_multiple_of = 1; },
+         "bcl_pad_to_multiple_of is 8, but this sampler's pad_to_multiple_of is 1"},
+        {[](auto& id) { id.padding = 2; },
+         "bcl_padding is 1 (empty), but this sampler's padding is 2 (error)"},
+        {[](auto& id) { id.lengths_digest = 1; },
+         "bcl_lengths is 81985529216486895, but this sampler's lengths' digest is 1 (the "
+         "lengths differ from the saved run's)"},
+        {[](auto& id) { id.lookahead = 8; },
+         "bcl_lookahead is 2, but this sampler's lookahead is 8"},
+    };
+    const std::string bytes = token_written(token_identity(), midway());
+    for (const change& c : changes) {
+        distributed_token_identity other = token_identity();
+        c.apply(other);
+        CAPTURE(c.message);
+        REQUIRE(token_refusal(bytes, other) == prefix + c.message);
+    }
+
+    // A fixed-mode archive read as a token-mode one, and the other way round: refused by format.
+    REQUIRE_THAT(
+        token_refusal(written(identity(), midway()), token_identity()),
+        Contains(prefix + "bcl_format is \"bcl::torch::distributed_balanced_sampler/2\"") &&
+            Contains("this one hands out token-budget micro-batches"));
+    REQUIRE_THAT(refusal(bytes, identity()),
+                 Contains(prefix + "bcl_format is "
+                                   "\"bcl::torch::distributed_balanced_sampler/tokens/1\"") &&
+                     Contains("this one hands out batches of batch_size"));
 }

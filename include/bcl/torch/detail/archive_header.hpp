@@ -1,7 +1,8 @@
 #pragma once
 // The fields every archive of bcl's libtorch samplers has, whichever sampler wrote it: the format
 // tag (bcl_format), the epoch cursor (bcl_epoch) and, last, the seal (bcl_digest, the digest of
-// every bcl_ field). Reading the header refuses, by name, an archive of the other sampler and one
+// every bcl_ field). Reading the header refuses, by name, an archive of the other sampler, one of
+// the distributed sampler's other mode (batches of batch_size, token-budget micro-batches) and one
 // of an earlier format. Each sampler's own fields follow the header (detail/
 // balanced_sampler_archive.hpp, detail/distributed_sampler_archive.hpp). Needs libtorch's C++ API
 // on the include path; without it this header is empty.
@@ -28,14 +29,28 @@ namespace bcl::torch::detail {
 struct archive_format {
     std::string_view sampler; // the sampler, by the name messages give it
     std::string_view tag;     // what bcl_format holds (bytes): the sampler's name, "/", a number
+                              // (after a mode's name and "/", for a mode of its own)
+    // For a sampler with more than one mode, each with its own format: what a sampler of this
+    // one hands out, as messages say it; empty for a sampler of one mode.
+    std::string_view mode;
 };
 
 /// bcl::torch::balanced_sampler's archives.
 inline constexpr archive_format balanced_sampler_format{"bcl::torch::balanced_sampler",
-                                                        "bcl::torch::balanced_sampler/4"};
-/// bcl::torch::distributed_balanced_sampler's archives.
+                                                        "bcl::torch::balanced_sampler/4", ""};
+/// bcl::torch::distributed_balanced_sampler's archives, of batches of batch_size.
 inline constexpr archive_format distributed_sampler_format{
-    "bcl::torch::distributed_balanced_sampler", "bcl::torch::distributed_balanced_sampler/2"};
+    "bcl::torch::distributed_balanced_sampler", "bcl::torch::distributed_balanced_sampler/2",
+    "batches of batch_size (max_tokens 0)"};
+/// bcl::torch::distributed_balanced_sampler's archives in token mode (token-budget
+/// micro-batches): a format of its own, so that either mode refuses the other's archive by name.
+inline constexpr archive_format distributed_token_format{
+    "bcl::torch::distributed_balanced_sampler", "bcl::torch::distributed_balanced_sampler/tokens/1",
+    "token-budget micro-batches (max_tokens set)"};
+
+/// The formats this bcl writes.
+inline constexpr std::array<archive_format, 3> current_formats{
+    {balanced_sampler_format, distributed_sampler_format, distributed_token_format}};
 
 /// A format earlier bcl versions wrote, which this one refuses.
 struct earlier_format {
@@ -76,15 +91,17 @@ inline constexpr std::array<earlier_format, 4> earlier_formats{{
 [[nodiscard]] inline std::optional<std::string_view> format_owner(const std::string& text) {
     for (const earlier_format& f : earlier_formats)
         if (f.text == text) return f.sampler;
-    for (const archive_format& f : {balanced_sampler_format, distributed_sampler_format})
+    for (const archive_format& f : current_formats)
         if (text.starts_with('"' + std::string(f.sampler) + '/')) return f.sampler;
     return std::nullopt;
 }
 
 /// Reads bcl_format and throws bcl::error naming it unless it is `format`'s tag: an archive of
 /// the other sampler is named as such ("bcl_format is that of a <sampler>, not of a <this
-/// one>"), one of an earlier format says so and what to do instead (start the epoch it was
-/// saved in over), and anything else is quoted.
+/// one>"), one of the same sampler's other mode names both modes ("bcl_format is "<tag>", the
+/// archive of a sampler of <its mode>, but this one hands out <this mode>: ..."), one of an
+/// earlier format says so and what to do instead (start the epoch it was saved in over), and
+/// anything else is quoted.
 inline void check_format(archive_reader& in, const archive_format& format) {
     const std::string text = read_format_text(in);
     const std::string expected = '"' + std::string(format.tag) + '"';
@@ -93,6 +110,11 @@ inline void check_format(archive_reader& in, const archive_format& format) {
         owner && *owner != format.sampler)
         in.fail("bcl_format is that of a " + std::string(*owner) + ", not of a " +
                 std::string(format.sampler));
+    for (const archive_format& f : current_formats)
+        if ('"' + std::string(f.tag) + '"' == text)
+            in.fail("bcl_format is " + text + ", the archive of a sampler of " +
+                    std::string(f.mode) + ", but this one hands out " + std::string(format.mode) +
+                    ": construct the sampler as the saved one was");
     for (const earlier_format& f : earlier_formats)
         if (f.text == text)
             in.fail("bcl_format is " + text + ": it was written by an earlier bcl, " +

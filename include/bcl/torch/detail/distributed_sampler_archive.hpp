@@ -1,14 +1,17 @@
 #pragma once
 // The archive of a bcl::torch::distributed_balanced_sampler (format
-// "bcl::torch::distributed_balanced_sampler/2"): the header every sampler archive starts with
-// (detail/archive_header.hpp), every setting, a digest of the cost table, the batches handed out
-// and the epoch's plan digest, and the seal; and how load() reads it back, each field checked by
-// its type and against the sampler it is loaded into before anything is kept. Needs libtorch's
-// C++ API on the include path; without it this header is empty.
+// "bcl::torch::distributed_balanced_sampler/2", or in token mode
+// "bcl::torch::distributed_balanced_sampler/tokens/1"): the header every sampler archive starts
+// with (detail/archive_header.hpp), every setting, a digest of the cost table (and in token mode
+// of the lengths), the batches (micro-batches) handed out and the epoch's plan digest, and the
+// seal; and how load() reads it back, each field checked by its type and against the sampler it
+// is loaded into before anything is kept. Needs libtorch's C++ API on the include path; without
+// it this header is empty.
 
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/number_text.hpp>
+#include <bcl/detail/random.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/archive_header.hpp>
@@ -23,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -75,6 +79,76 @@ distributed_settings(const distributed_identity& id) noexcept {
          {"bcl_costs", "cost table's digest", id.costs_digest}}};
 }
 
+/// Reads each setting of `settings` (one int64 field each) and throws bcl::error naming the
+/// field and both values unless it is the setting's value, bit for bit.
+template <std::size_t Count>
+void check_settings(archive_reader& in, const std::array<distributed_setting, Count>& settings) {
+    for (const distributed_setting& s : settings) {
+        const std::string key = s.key;
+        const auto saved = std::bit_cast<std::uint64_t>(in.int64(key));
+        if (saved == s.value) continue;
+        const auto shown = [&key](std::uint64_t v) {
+            if (key != "bcl_padding") return std::to_string(v);
+            constexpr std::array<const char*, 3> names{"repeat", "empty", "error"};
+            return std::to_string(v) +
+                   (v < names.size() ? std::string(" (") + names[v] + ")" : std::string());
+        };
+        in.fail(key + " is " + shown(saved) + ", but this sampler's " + s.name + " is " +
+                shown(s.value) +
+                (key == "bcl_costs"     ? " (the cost table differs from the saved run's)"
+                 : key == "bcl_lengths" ? " (the lengths differ from the saved run's)"
+                                        : ""));
+    }
+}
+
+/// Reads bcl_plan_digest, once the position of `at` is read: none or one value, there once the
+/// epoch started (`unit`: what the position counts, for the message). Throws bcl::error naming
+/// the field otherwise.
+[[nodiscard]] inline std::optional<std::uint64_t>
+read_plan_digest(archive_reader& in, const distributed_position& at, const char* unit) {
+    const std::vector<std::int64_t> plan_digest = in.int64s("bcl_plan_digest");
+    if (plan_digest.size() > 1)
+        in.fail("bcl_plan_digest has " + std::to_string(plan_digest.size()) +
+                " values, not 0 or 1");
+    if (plan_digest.empty() && at.cursor.started())
+        in.fail("bcl_plan_digest is empty (the epoch not planned), but bcl_epoch says the "
+                "epoch has started (bcl_position: " +
+                std::to_string(at.position) + " " + unit + " handed out)");
+    if (plan_digest.empty()) return std::nullopt;
+    return std::bit_cast<std::uint64_t>(plan_digest[0]);
+}
+
+/// Reads bcl_position into `at` (its cursor read already): 0 or more, at most `most` where the
+/// settings tell the epoch's length, and 0 unless the epoch started; then bcl_plan_digest
+/// (read_plan_digest). `unit`: what the position counts, for the messages. Throws bcl::error
+/// naming the field otherwise.
+inline void read_position(archive_reader& in, distributed_position& at, const char* unit,
+                          std::optional<std::size_t> most) {
+    const std::int64_t position = in.int64("bcl_position");
+    if (position < 0 || (most && static_cast<std::uint64_t>(position) > *most))
+        in.fail("bcl_position is " + std::to_string(position) + ", outside the epoch's 0 to " +
+                (most ? std::to_string(*most) + " " : std::string("its ")) + unit);
+    at.position = static_cast<std::size_t>(position);
+    if (position > 0 && !at.cursor.started())
+        in.fail("bcl_epoch says the epoch has not started, but bcl_position says " +
+                std::to_string(position) + " " + unit + " were handed out");
+    at.plan_digest = read_plan_digest(in, at, unit);
+}
+
+/// Writes the end of a distributed sampler's archive, either mode: the position, the plan digest
+/// (no value if the epoch is not planned) and the seal. O(1).
+inline void write_position(archive_writer& out, const distributed_position& at) {
+    const auto one = [](std::uint64_t v) {
+        return std::array<std::int64_t, 1>{std::bit_cast<std::int64_t>(v)};
+    };
+    out.int64s("bcl_position", one(at.position));
+    if (at.plan_digest)
+        out.int64s("bcl_plan_digest", one(*at.plan_digest));
+    else
+        out.int64s("bcl_plan_digest", {});
+    write_seal(out);
+}
+
 /// Writes a distributed sampler's archive: the header (distributed_sampler_format, `at.cursor`),
 /// every setting of `id` (bcl_dataset_size ... bcl_level_steps, bcl_costs, bcl_cap), the
 /// position, the plan digest (no value if the epoch is not planned), and the seal. O(1).
@@ -88,12 +162,7 @@ inline void write_distributed_archive(::torch::serialize::OutputArchive& archive
     write_header(out, distributed_sampler_format, at.cursor);
     for (const distributed_setting& s : distributed_settings(id)) out.int64s(s.key, one(s.value));
     out.real("bcl_cap", id.plan.cap);
-    out.int64s("bcl_position", one(at.position));
-    if (at.plan_digest)
-        out.int64s("bcl_plan_digest", one(*at.plan_digest));
-    else
-        out.int64s("bcl_plan_digest", {});
-    write_seal(out);
+    write_position(out, at);
 }
 
 /// Reads back what write_distributed_archive wrote and checks every field: the header
@@ -108,43 +177,123 @@ template <class Plan>
 read_distributed_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
     distributed_position at;
     at.cursor = read_header(in, distributed_sampler_format);
-    for (const distributed_setting& s : distributed_settings(id)) {
-        const std::string key = s.key;
-        const auto saved = std::bit_cast<std::uint64_t>(in.int64(key));
-        if (saved != s.value)
-            in.fail(key + " is " + std::to_string(saved) + ", but this sampler's " + s.name +
-                    " is " + std::to_string(s.value) +
-                    (key == "bcl_costs" ? " (the cost table differs from the saved run's)" : ""));
-    }
+    check_settings(in, distributed_settings(id));
     if (const double cap = in.real("bcl_cap");
         std::bit_cast<std::uint64_t>(cap) != std::bit_cast<std::uint64_t>(id.plan.cap))
         in.fail("bcl_cap is " + bcl::detail::number_text(cap) +
                 ", but this sampler's plan_options::cap is " +
                 bcl::detail::number_text(id.plan.cap));
-    const std::int64_t position = in.int64("bcl_position");
-    if (position < 0 || static_cast<std::uint64_t>(position) > id.batches)
-        in.fail("bcl_position is " + std::to_string(position) + ", outside the epoch's 0 to " +
-                std::to_string(id.batches) + " batches");
-    at.position = static_cast<std::size_t>(position);
-    if (position > 0 && !at.cursor.started())
-        in.fail("bcl_epoch says the epoch has not started, but bcl_position says " +
-                std::to_string(position) + " batches were handed out");
-    const std::vector<std::int64_t> plan_digest = in.int64s("bcl_plan_digest");
-    if (plan_digest.size() > 1)
-        in.fail("bcl_plan_digest has " + std::to_string(plan_digest.size()) +
-                " values, not 0 or 1");
-    if (plan_digest.empty() && at.cursor.started())
-        in.fail("bcl_plan_digest is empty (the epoch not planned), but bcl_epoch says the "
-                "epoch has started (bcl_position: " +
-                std::to_string(position) + " batches handed out)");
-    if (!plan_digest.empty()) {
+    read_position(in, at, "batches", id.batches);
+    if (at.plan_digest) {
         const std::size_t epoch = at.cursor.current();
-        at.plan_digest = std::bit_cast<std::uint64_t>(plan_digest[0]);
         if (*at.plan_digest != plan(epoch))
             in.fail("bcl_plan_digest does not match this sampler's plan of epoch " +
                     std::to_string(epoch) + " (bcl_epoch): the costs, the settings or the " +
                     "planner differ from the saved run's, and its batches would not continue "
                     "the saved epoch's");
+    }
+    check_seal(in);
+    return at;
+}
+
+/// What a token-mode archive must match: the distributed sampler in token mode it is loaded
+/// into, as it was constructed.
+struct distributed_token_identity {
+    std::size_t dataset_size = 0; // the lengths table's size
+    std::size_t num_replicas = 0;
+    std::size_t rank = 0;
+    std::size_t lookahead = 0;
+    bool shuffle = true;
+    std::uint64_t seed = 0;
+    std::uint64_t max_tokens = 0;
+    std::size_t micro_batches = 0;
+    std::size_t multiple_of = 1;
+    bool oversized_alone = false;
+    std::uint64_t pad_to_multiple_of = 1;
+    std::uint64_t padding = 0;        // bcl::torch::token_padding: 0 repeat, 1 empty, 2 error
+    std::uint64_t lengths_digest = 0; // length_table_digest of the lengths
+    std::uint64_t costs_digest = 0;   // bcl::cost_table_digest of the costs (empty: the default)
+};
+
+/// What load() checks an archive's position against: the plan of the saved epoch.
+struct token_epoch_check {
+    std::uint64_t digest = 0;      // bcl::token_epoch_share::digest
+    std::size_t micro_batches = 0; // this rank's in the epoch
+};
+
+/// A digest of a table of lengths, bit for bit: equal tables, equal digests, on every platform.
+/// O(N), noexcept.
+[[nodiscard]] inline std::uint64_t
+length_table_digest(std::span<const std::uint64_t> lengths) noexcept {
+    std::uint64_t h = bcl::detail::splitmix64(lengths.size() ^ 0x6c656e67746873ULL).next();
+    for (const std::uint64_t l : lengths) h = bcl::detail::splitmix64(h ^ l).next();
+    return h;
+}
+
+/// The settings of `id` saved one field each.
+[[nodiscard]] inline std::array<distributed_setting, 14>
+distributed_token_settings(const distributed_token_identity& id) noexcept {
+    return {{{"bcl_dataset_size", "dataset size", id.dataset_size},
+             {"bcl_num_replicas", "num_replicas", id.num_replicas},
+             {"bcl_rank", "rank", id.rank},
+             {"bcl_lookahead", "lookahead", id.lookahead},
+             {"bcl_shuffle", "shuffle", id.shuffle ? 1U : 0U},
+             {"bcl_seed", "seed", id.seed},
+             {"bcl_max_tokens", "max_tokens", id.max_tokens},
+             {"bcl_micro_batches", "micro_batches", id.micro_batches},
+             {"bcl_multiple_of", "multiple_of", id.multiple_of},
+             {"bcl_oversized_alone", "oversized_alone", id.oversized_alone ? 1U : 0U},
+             {"bcl_pad_to_multiple_of", "pad_to_multiple_of", id.pad_to_multiple_of},
+             {"bcl_padding", "padding", id.padding},
+             {"bcl_lengths", "lengths' digest", id.lengths_digest},
+             {"bcl_costs", "cost table's digest", id.costs_digest}}};
+}
+
+/// Writes a token-mode archive: the header (distributed_token_format, `at.cursor`), every
+/// setting of `id` (bcl_dataset_size ... bcl_padding, bcl_lengths, bcl_costs), the position (the
+/// micro-batches handed out), the plan digest (no value if the epoch is not planned), and the
+/// seal. O(1).
+inline void write_distributed_token_archive(::torch::serialize::OutputArchive& archive,
+                                            const distributed_token_identity& id,
+                                            const distributed_position& at) {
+    archive_writer out(archive);
+    const auto one = [](std::uint64_t v) {
+        return std::array<std::int64_t, 1>{std::bit_cast<std::int64_t>(v)};
+    };
+    write_header(out, distributed_token_format, at.cursor);
+    for (const distributed_setting& s : distributed_token_settings(id))
+        out.int64s(s.key, one(s.value));
+    write_position(out, at);
+}
+
+/// Reads back what write_distributed_token_archive wrote and checks every field: the header
+/// (read_header: the format, so that a fixed-mode archive is refused by name, the epoch
+/// cursor); each setting against `id`, bit for bit (the message names the field and both
+/// values); the position (0 or more, and 0 unless the epoch started); the plan digest (none or
+/// one, there once the epoch started); if there is one, `plan(epoch)` (this sampler's plan of
+/// the epoch under way, a token_epoch_check) must have that digest and at least the position's
+/// micro-batches; and last the seal. Throws bcl::error naming the field otherwise. O(1) plus
+/// `plan`.
+template <class Plan>
+[[nodiscard]] distributed_position
+read_distributed_token_archive(archive_reader& in, const distributed_token_identity& id,
+                               Plan&& plan) {
+    distributed_position at;
+    at.cursor = read_header(in, distributed_token_format);
+    check_settings(in, distributed_token_settings(id));
+    read_position(in, at, "micro-batches", std::nullopt);
+    if (at.plan_digest) {
+        const std::size_t epoch = at.cursor.current();
+        const token_epoch_check planned = plan(epoch);
+        if (*at.plan_digest != planned.digest)
+            in.fail("bcl_plan_digest does not match this sampler's plan of epoch " +
+                    std::to_string(epoch) + " (bcl_epoch): the lengths, the costs, the " +
+                    "settings or the planner differ from the saved run's, and its micro-batches "
+                    "would not continue the saved epoch's");
+        if (at.position > planned.micro_batches)
+            in.fail("bcl_position is " + std::to_string(at.position) +
+                    ", outside the epoch's 0 to " + std::to_string(planned.micro_batches) +
+                    " micro-batches");
     }
     check_seal(in);
     return at;

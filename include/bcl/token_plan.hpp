@@ -14,6 +14,7 @@
 #include <bcl/detail/tokens/count_search.hpp>
 #include <bcl/detail/tokens/first_fit.hpp>
 #include <bcl/detail/tokens/micro_layout.hpp>
+#include <bcl/detail/tokens/rank_groups.hpp>
 #include <bcl/detail/tokens/search_packer.hpp>
 #include <bcl/detail/tokens/step_dealer.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
@@ -594,92 +595,17 @@ private:
         return true;
     }
 
-    // Groups kept to one rank: each group to a (step, rank) bin of micro * T tokens by LPT, then
-    // each bin's records into its micro cells by LPT, and within each step each rank's cells,
-    // dearest first, lined up across ranks (the k-th dearest of every rank in micro-step k).
+    // Groups kept to one rank: each group to a (step, rank) bin and each bin's units to its
+    // cells (rank_group_dealer), then within each step each rank's cells, dearest first, lined
+    // up across ranks (the k-th dearest of every rank in micro-step k).
     bool plan_by_rank(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity) {
-        const std::size_t bins = r * steps;
-        const std::size_t groups = m_group_tokens.size();
-        m_order.resize(groups);
-        std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
-        std::sort(m_order.begin(), m_order.end(), [this](std::uint32_t a, std::uint32_t b) {
-            return m_group_cost[a] > m_group_cost[b] ||
-                   (m_group_cost[a] == m_group_cost[b] && a < b);
-        });
-        m_groups_by_cost.assign(m_order.begin(), m_order.end());
-        // LPT by cost balances the bins, but may leave a bin fewer records than its micro cells
-        // (a dear group alone); then the groups are dealt by count, which fills every bin that
-        // the records' number allows.
-        if (m_packer.deal(m_order, m_group_tokens, m_group_cost, bins, capacity * micro)) {
-            m_bin_of_group.assign(m_packer.cells_of().begin(), m_packer.cells_of().end());
-            if (fill_bins(r, steps, micro, capacity)) return true;
-        }
-        return deal_groups_by_count(bins, capacity * micro) && fill_bins(r, steps, micro, capacity);
-    }
-
-    // Deals the groups (dearest first) each to the bin with the fewest records that has room for
-    // its tokens, the cheaper of those first, into m_bin_of_group. O(G log B) unless bins are
-    // full (then the full ones are passed over, each once per group).
-    bool deal_groups_by_count(std::size_t bins, std::uint64_t room) {
-        const std::size_t groups = m_group_tokens.size();
-        m_group_records.assign(groups, 0);
-        for (const std::uint32_t g : m_group_of) ++m_group_records[g];
-        const auto after = [](const bin_entry& a, const bin_entry& b) {
-            return std::tie(a.records, a.load, a.bin) > std::tie(b.records, b.load, b.bin);
-        };
-        std::vector<bin_entry>& heap = m_bin_heap;
-        std::vector<bin_entry>& passed = m_bin_passed;
-        heap.clear();
-        for (std::size_t b = 0; b < bins; ++b)
-            heap.push_back({0, 0, 0, static_cast<std::uint32_t>(b)});
-        m_bin_of_group.assign(groups, 0);
-        for (const std::uint32_t g : m_groups_by_cost) {
-            passed.clear();
-            while (!heap.empty() && heap.front().tokens + m_group_tokens[g] > room) {
-                std::pop_heap(heap.begin(), heap.end(), after);
-                passed.push_back(heap.back());
-                heap.pop_back();
-            }
-            const bool placed = !heap.empty();
-            if (placed) {
-                std::pop_heap(heap.begin(), heap.end(), after);
-                bin_entry& e = heap.back();
-                e.records += m_group_records[g];
-                e.load += m_group_cost[g];
-                e.tokens += m_group_tokens[g];
-                m_bin_of_group[g] = e.bin;
-                std::push_heap(heap.begin(), heap.end(), after);
-            }
-            for (const bin_entry& e : passed) {
-                heap.push_back(e);
-                std::push_heap(heap.begin(), heap.end(), after);
-            }
-            if (!placed) return false;
-        }
-        return true;
-    }
-
-    // Deals each bin's records (dearest first) into its micro cells, and lays the cells out.
-    bool fill_bins(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity) {
-        const std::size_t bins = r * steps;
         order_units();
-        m_cell_of.assign(m_unit_cost.size(), 0);
-        m_bin_records.resize(bins);
-        for (auto& records : m_bin_records) records.clear();
-        for (const std::uint32_t u : m_order)
-            m_bin_records[m_bin_of_group[m_group_of[u]]].push_back(u);
-        m_cell_load.assign(bins * micro, 0);
-        for (std::size_t b = 0; b < bins; ++b) {
-            if ((m_bin_records[b].size() < micro && !m_allow_empty) ||
-                !m_bin_packer.deal(m_bin_records[b], m_unit_tokens, m_unit_cost, micro, capacity,
-                                   m_unit_alone, m_allow_empty))
-                return false;
-            for (const std::uint32_t u : m_bin_records[b])
-                m_cell_of[u] = static_cast<std::uint32_t>(b * micro + m_bin_packer.cell_of(u));
-        }
-        for (std::size_t u = 0; u < m_unit_cost.size(); ++u)
-            m_cell_load[m_cell_of[u]] += m_unit_cost[u];
-        m_layout.lay_out_ranked(m_cell_load, r, steps, micro);
+        if (!m_rank_groups.deal(m_order, m_unit_tokens, m_unit_cost, m_unit_alone, m_group_of,
+                                m_group_tokens, m_group_cost, r * steps, micro, capacity,
+                                m_allow_empty))
+            return false;
+        m_cell_of.assign(m_rank_groups.cell_of().begin(), m_rank_groups.cell_of().end());
+        m_layout.lay_out_ranked(m_rank_groups.cell_load(), r, steps, micro);
         return true;
     }
 
@@ -805,17 +731,6 @@ private:
     std::vector<std::uint32_t> m_group_of;  // by unit: its group (groups kept to a rank)
     std::vector<std::uint64_t> m_group_tokens;
     std::vector<std::uint64_t> m_group_cost;
-    std::vector<std::uint32_t> m_bin_of_group;
-    struct bin_entry { // a (step, rank) bin while groups are dealt by count
-        std::uint64_t records, load, tokens;
-        std::uint32_t bin;
-    };
-    std::vector<bin_entry> m_bin_heap;
-    std::vector<bin_entry> m_bin_passed;
-    std::vector<std::uint32_t> m_groups_by_cost; // groups, dearest first
-    std::vector<std::uint64_t> m_group_records;  // by group: its records
-    std::vector<std::vector<std::uint32_t>> m_bin_records;
-    std::vector<std::uint64_t> m_cell_load;
     std::vector<std::uint32_t> m_sorted;
     std::vector<std::uint32_t> m_order;     // units, dearest first
     std::vector<std::uint32_t> m_by_cost;   // a stream window's records that fit, dearest first
@@ -827,7 +742,7 @@ private:
     detail::plan::word_sort m_word_sort;
     std::vector<std::uint32_t> m_cell_of; // by unit: its cell in the plan kept
     detail::tokens::cell_packer m_packer;
-    detail::tokens::cell_packer m_bin_packer;
+    detail::tokens::rank_group_dealer m_rank_groups;
     detail::tokens::first_fit_packer m_first_fit;
     detail::tokens::cell_leveller m_leveller;
     detail::tokens::micro_layout m_layout;

@@ -5,6 +5,7 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/plan/geometry.hpp>
+#include <bcl/detail/plan/limits.hpp>
 #include <bcl/detail/plan/packed_layout.hpp>
 #include <bcl/detail/plan/padded_layout.hpp>
 #include <bcl/detail/plan/quantize.hpp>
@@ -63,10 +64,6 @@ struct plan_options {
     /// either way), at the price of ranks waiting for that one.
     bool level_steps = true;
 };
-
-/// The most records a window may hold (R*K*B): record positions are 32-bit, and the fixed-point
-/// scale keeps at least 32 bits for the dearest cost.
-inline constexpr std::size_t max_plan_records = std::size_t{1} << 30;
 
 /// A digest of a plan: equal plans have equal digests on every platform, and a plan that differs
 /// from another in one slot always has another digest (each slot passes through a bijection of

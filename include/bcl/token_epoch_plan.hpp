@@ -7,8 +7,10 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/table_index.hpp>
+#include <bcl/detail/tokens/stream_window.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/error.hpp>
+#include <bcl/token_budget.hpp>
 #include <bcl/token_plan.hpp>
 
 #include <algorithm>
@@ -82,25 +84,27 @@ public:
         if (!costs.empty() && costs.size() != tokens.size())
             throw error(std::string(who) + ": " + std::to_string(costs.size()) + " costs for " +
                         std::to_string(tokens.size()) + " dataset indices");
+        check_token_budget(budget, lookahead, who);
+        check_token_window(budget, micro_batches, lookahead, who);
+        check_token_options(opt, budget, who);
         const std::size_t n = order.size();
-        const std::uint64_t capacity = budget.ranks * lookahead * micro_batches *
-                                       std::max<std::uint64_t>(budget.max_tokens, 1);
-        const std::size_t window_cells = budget.ranks * lookahead * micro_batches;
+        // The window's candidates: the records of the order whose tokens fit its capacity (the
+        // planner then takes up to max_fill of it).
+        const detail::tokens::window_rule rule(budget, micro_batches, lookahead,
+                                               opt.pad_to_multiple_of);
+        const std::size_t window_cells = rule.cells();
         token_epoch_share<Index> share;
         share.offsets.assign(1, 0);
         share.steps.assign(1, 0);
         std::size_t first = 0;
         while (first < n) {
-            // The window's candidates: the records of the order whose tokens fit its capacity.
             m_tokens.clear();
             m_costs.clear();
             std::uint64_t running = 0;
             for (std::size_t i = first; i < n; ++i) {
                 const std::size_t index = checked_index(order[i], tokens.size(), who);
-                const std::uint64_t t =
-                    std::min(detail::tokens::padded_length(tokens[index], opt.pad_to_multiple_of),
-                             budget.max_tokens);
-                if (running + t > capacity) break;
+                const std::uint64_t t = rule.counted(tokens[index]);
+                if (!rule.takes(running, t, m_tokens.size())) break;
                 running += t;
                 m_tokens.push_back(tokens[index]);
                 if (!costs.empty()) m_costs.push_back(costs[index]);
@@ -198,7 +202,7 @@ private:
         m_cell_count.assign(cells, 0);
         for (std::size_t i = 0; i < s.records; ++i)
             if (m_slots[i].rank == rank)
-                ++m_cell_count[m_slots[i].step * s.micro_batches + m_slots[i].micro];
+                ++m_cell_count[s.first_micro_step(m_slots[i].step) + m_slots[i].micro];
         const std::size_t base = share.records.size();
         m_cell_start.resize(cells);
         std::size_t at = base;
@@ -210,12 +214,10 @@ private:
         share.records.resize(at);
         for (std::size_t i = 0; i < s.records; ++i)
             if (m_slots[i].rank == rank)
-                share
-                    .records[m_cell_start[m_slots[i].step * s.micro_batches + m_slots[i].micro]++] =
-                    window[i];
+                share.records[m_cell_start[s.first_micro_step(m_slots[i].step) +
+                                           m_slots[i].micro]++] = window[i];
         for (std::size_t step = 0; step < s.steps; ++step)
-            share.steps.push_back(
-                std::min(share.steps.back() + s.micro_batches, share.offsets.size() - 1));
+            share.steps.push_back(share.steps.back() + s.micro_batches_in(step));
     }
 
     token_planner m_planner;

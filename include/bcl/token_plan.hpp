@@ -17,9 +17,11 @@
 #include <bcl/detail/tokens/rank_groups.hpp>
 #include <bcl/detail/tokens/search_packer.hpp>
 #include <bcl/detail/tokens/step_dealer.hpp>
+#include <bcl/detail/tokens/stream_window.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
+#include <bcl/detail/tokens/token_units.hpp>
 #include <bcl/error.hpp>
-#include <bcl/global_plan.hpp>
+#include <bcl/token_budget.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -35,38 +37,6 @@
 #include <vector>
 
 namespace bcl {
-
-/// The budget of a token plan. An aggregate:
-/// `bcl::token_budget{.ranks = 8, .max_tokens = 131072}`.
-struct token_budget {
-    std::size_t ranks = 0;        ///< R, data-parallel ranks
-    std::uint64_t max_tokens = 0; ///< T, the most tokens one micro-batch holds (at most 2^31)
-    std::size_t multiple_of = 1;  ///< m: every step's micro-batch count is a multiple of it
-};
-
-/// Settings of a token plan; every field's default is the strict plan.
-struct token_plan_options {
-    /// A record above max_tokens: false (the default) refuses it, naming its index; true gives it
-    /// a micro-batch of its own (the summary counts them: such a micro-batch is above T).
-    bool oversized_alone = false;
-    /// With groups: false (the default) keeps each group's records on one rank (in one step);
-    /// true also keeps them in one micro-batch (a group above max_tokens is then an error).
-    bool group_together = false;
-    /// A stream's window takes records up to this share of its token capacity (R * K * M * T):
-    /// 1 (the default) packs as many as fit; less leaves room that balance can use, at the price
-    /// of more micro-steps (docs/tokens.md measures the trade).
-    double max_fill = 1.0;
-    /// Records too few (or too large) to give every rank a record in each of its micro-batches:
-    /// false (the default) refuses the plan; true gives the ranks short of records empty
-    /// micro-batches (padding, which a trainer runs as a step of zero weight that still joins
-    /// the collectives), every rank still the same count, the summary's `padding` counting them.
-    /// Only where no plan without them exists.
-    bool allow_empty_micro_batches = false;
-    /// Each record counts as its length rounded up to a multiple of this, for the budget and for
-    /// the default cost: context-parallel trainers pad each sequence to a multiple of 2 * CP.
-    /// 1 (the default) counts lengths as they are; 0, or above max_tokens, is an error.
-    std::uint64_t pad_to_multiple_of = 1;
-};
 
 /// Where one record goes: the step of the plan (0 is the first), its micro-batch in that step
 /// (the micro-step: micro-batch j of every rank runs together) and the rank that trains it.
@@ -100,9 +70,12 @@ struct token_plan_summary {
     std::size_t records = 0;  ///< records planned (a stream window: those it took)
     std::size_t ranks = 0;    ///< R
     std::size_t steps = 0;    ///< steps of the plan
-    std::size_t micro_batches =
-        0;                       ///< M: micro-batches per rank in each step (but a last short one)
-    std::size_t micro_steps = 0; ///< micro-batches per rank in all: micro-steps
+    /// M: micro-batches per rank in each step; steps from `full_steps` on hold `short_by` fewer
+    /// (a pooled held plan's steps each hold their own count; a stream's last step what is left).
+    std::size_t micro_batches = 0;
+    std::size_t full_steps = 0;        ///< the steps, from the first, that hold M micro-batches
+    std::size_t short_by = 0;          ///< how many fewer the steps after them hold
+    std::size_t micro_steps = 0;       ///< micro-batches per rank in all: micro-steps
     std::size_t micro_steps_bound = 0; ///< the fewest the tokens allow: ceil(tokens / (R*T))
     std::uint64_t tokens = 0;          ///< the records' tokens
     std::size_t oversized = 0;         ///< records above T, each alone in a micro-batch
@@ -117,6 +90,14 @@ struct token_plan_summary {
 
     [[nodiscard]] double cost_of(std::uint64_t q) const noexcept {
         return static_cast<double>(q) * unit;
+    }
+    /// The micro-batches each rank runs in step `step`.
+    [[nodiscard]] std::size_t micro_batches_in(std::size_t step) const noexcept {
+        return step < full_steps ? micro_batches : micro_batches - short_by;
+    }
+    /// The micro-step that step `step`'s first micro-batch is: the steps before it, summed.
+    [[nodiscard]] std::size_t first_micro_step(std::size_t step) const noexcept {
+        return step * micro_batches - (step > full_steps ? (step - full_steps) * short_by : 0);
     }
     /// total / (R * objective): the mean rank's time over the slowest rank's, per micro-step.
     [[nodiscard]] double efficiency() const noexcept {
@@ -166,7 +147,7 @@ public:
                                  std::size_t steps, const token_plan_options& opt,
                                  std::span<micro_slot> out,
                                  std::string_view who = "bcl::token_planner") {
-        check_budget(budget, steps, who);
+        check_token_budget(budget, steps, who);
         const std::size_t n = tokens.size();
         if (out.size() != n)
             throw error(std::string(who) + ": the plan has " + std::to_string(out.size()) +
@@ -178,34 +159,23 @@ public:
                         "or none");
         if (n == 0) throw error(std::string(who) + ": no records to plan");
         check_records_count(n, who);
-        check_padding(opt, budget, who);
+        check_token_options(opt, budget, who);
         m_allow_empty = false;
         detail::tokens::read_records(tokens, costs, budget.max_tokens, opt.oversized_alone, who,
                                      m_records, opt.pad_to_multiple_of);
-        make_units(groups, opt.group_together, budget.max_tokens, who);
-        const std::uint64_t total_tokens = sum(m_unit_tokens);
-        const std::size_t r = budget.ranks;
-        const std::size_t m = budget.multiple_of;
-        const std::size_t bound = ceil_div(total_tokens, budget.max_tokens * r);
-        const std::size_t least = round_up(std::max<std::size_t>(ceil_div(bound, steps), 1), m);
-        // Every cell must hold one unit at least (a record; a group with group_together).
-        const std::size_t most = m_unit_tokens.size() / (r * steps);
+        m_units.make(m_records, groups, opt.group_together, budget.max_tokens, who);
+        const std::uint64_t total_tokens = sum(m_units.tokens);
+        const std::size_t bound = ceil_div(total_tokens, budget.max_tokens * budget.ranks);
         const bool by_rank = !groups.empty() && !opt.group_together;
-        const auto plans = [&](std::size_t count) {
-            return plan_cells(r, steps, count, budget.max_tokens, by_rank);
-        };
-        std::size_t micro = detail::tokens::least_count(least, most, m, plans);
-        if (micro == 0 && opt.allow_empty_micro_batches) {
-            // With room for every unit alone, a plan always exists: LPT gives each its own cell.
-            m_allow_empty = true;
-            micro = detail::tokens::least_count(
-                least, round_up(ceil_div(m_unit_tokens.size(), r * steps), m), m, plans);
-        }
-        if (micro != 0) {
-            finish(out, summary_of(r, steps, micro, bound, total_tokens));
+        const bool empty = opt.allow_empty_micro_batches;
+        if (by_rank ? held_by_rank(budget, steps, bound, total_tokens, empty)
+                    : held_pooled(budget, steps, bound, total_tokens, empty)) {
+            finish(out, m_summary, budget.max_tokens);
             return m_summary;
         }
-        const std::size_t group_count = m_group_tokens.size();
+        const std::size_t r = budget.ranks;
+        const std::size_t m = budget.multiple_of;
+        const std::size_t group_count = m_units.group_tokens.size();
         const std::string units = groups.empty()
                                       ? std::to_string(n) + " records"
                                       : std::to_string(group_count) +
@@ -240,56 +210,33 @@ public:
                                    std::size_t micro_batches, std::size_t steps, bool last,
                                    const token_plan_options& opt, std::span<micro_slot> out,
                                    std::string_view who = "bcl::token_planner") {
-        check_budget(budget, steps, who);
+        check_token_budget(budget, steps, who);
+        check_token_window(budget, micro_batches, steps, who);
+        check_token_options(opt, budget, who);
         const std::size_t r = budget.ranks;
-        const std::size_t m = budget.multiple_of;
-        if (micro_batches == 0 || micro_batches % m != 0)
-            throw error(std::string(who) + ": micro_batches is " + std::to_string(micro_batches) +
-                        "; it must be a positive multiple of multiple_of (" + std::to_string(m) +
-                        ")");
-        if (micro_batches > max_plan_records / (r * steps))
-            throw error(std::string(who) + ": " + std::to_string(r) + " ranks * " +
-                        std::to_string(steps) + " steps * " + std::to_string(micro_batches) +
-                        " micro-batches is above the " + std::to_string(max_plan_records) +
-                        " cells a plan may hold");
-        if (!(opt.max_fill > 0.0 && opt.max_fill <= 1.0))
-            throw error(std::string(who) + ": max_fill must be in (0, 1] (got " +
-                        std::to_string(opt.max_fill) + ")");
         const std::size_t n = tokens.size();
         if (out.size() < n)
             throw error(std::string(who) + ": the plan has " + std::to_string(out.size()) +
                         " slots for up to " + std::to_string(n) + " records");
         check_records_count(n, who);
-        check_padding(opt, budget, who);
         m_allow_empty = false;
         if (!costs.empty() && costs.size() != n)
             throw error(std::string(who) + ": " + std::to_string(costs.size()) + " costs for " +
                         std::to_string(n) +
                         " records; give one cost per record, or none for the default "
                         "L + L^2/24576");
-        const std::size_t full = r * steps * micro_batches;
-        const std::uint64_t capacity = full * budget.max_tokens;
-        const auto filled =
-            static_cast<std::uint64_t>(std::floor(opt.max_fill * static_cast<double>(capacity)));
-        // The most records that the window's tokens allow, in stream order: up to max_fill of
-        // its capacity, and one a micro-batch at least while the capacity holds them (records of
-        // at most T tokens always fill the window that far). A record above T counts as T.
-        // Only these are read (and checked): a caller may hand the whole rest of its stream.
-        std::size_t fit = 0;
-        std::uint64_t running = 0;
-        for (; fit < n; ++fit) {
-            const std::uint64_t t =
-                std::min(detail::tokens::padded_length(tokens[fit], opt.pad_to_multiple_of),
-                         budget.max_tokens);
-            if (running + t > capacity || (running + t > filled && fit >= full)) break;
-            running += t;
-        }
+        // The records that the window's tokens allow, in stream order (window_rule). Only these
+        // are read (and checked): a caller may hand the whole rest of its stream.
+        const detail::tokens::window_rule rule(budget, micro_batches, steps, opt.pad_to_multiple_of,
+                                               opt.max_fill);
+        const std::size_t full = rule.cells();
+        const std::size_t fit = rule.records(n, [tokens](std::size_t i) { return tokens[i]; });
         // At the stream's end every record left may join the window, so all are read.
         const std::size_t read = last ? n : fit;
         detail::tokens::read_records(tokens.first(read), costs.empty() ? costs : costs.first(read),
                                      budget.max_tokens, opt.oversized_alone, who, m_records,
                                      opt.pad_to_multiple_of);
-        make_units({}, false, budget.max_tokens, who);
+        m_units.make(m_records, {}, false, budget.max_tokens, who);
         if (last && fit == n) return plan_rest(out, budget, micro_batches, opt, who);
         if (fit < full)
             throw error(std::string(who) + ": " + std::to_string(fit) +
@@ -297,30 +244,10 @@ public:
                         " micro-batches; give a window's worth of records (or last = true)");
         order_by_cost(std::span<const std::uint64_t>(m_records.cost).first(fit));
         m_by_cost.assign(m_order.begin(), m_order.end());
-        // The longest prefix LPT packs (a shorter one packs if a longer does, as a rule): mostly
-        // all that fit by tokens, or a few records less. So try that, then gallop down (a step,
-        // then 2, 4, ... steps less) to one that packs, then halve the gap above it until it is
-        // under a step. A step is 1/1024 of the prefix (one record in small windows): each try is
-        // a whole LPT pass, and a window left a step short of the longest is the same window
-        // within 0.1% of its records, which the next window takes.
-        const std::size_t step = std::max<std::size_t>(1, fit / 1024);
-        std::size_t lo = fit;
-        std::size_t hi = fit; // the longest that may pack
-        bool lo_packs = false;
-        for (std::size_t less = step;; less *= 2) {
-            lo_packs = packs(lo, full, budget.max_tokens);
-            if (lo_packs || lo == full) break;
-            hi = lo - 1;
-            lo = fit - std::min(fit - full, less);
-        }
-        while (lo_packs && hi - lo >= step) {
-            const std::size_t mid = lo + (hi - lo + 1) / 2;
-            if (packs(mid, full, budget.max_tokens))
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        if (!lo_packs)
+        // The longest prefix LPT packs (longest_prefix).
+        const std::size_t lo = detail::tokens::longest_prefix(
+            fit, full, [&](std::size_t count) { return packs(count, full, budget.max_tokens); });
+        if (lo == 0)
             throw error(std::string(who) + ": the stream's records do not fill " +
                         std::to_string(full) + " micro-batches of at most " +
                         std::to_string(budget.max_tokens) + " tokens, one record each at least");
@@ -330,12 +257,13 @@ public:
         // The last LPT deal tried is mostly this prefix's: then plan_cells() keeps it.
         const bool dealt = m_last_packed == lo;
         keep_prefix(lo);
-        const std::uint64_t window_tokens = sum(m_unit_tokens);
+        const std::uint64_t window_tokens = sum(m_units.tokens);
         const bool ok = plan_cells(r, steps, micro_batches, budget.max_tokens, false, dealt);
         (void)ok; // LPT packed this prefix above
         finish(out.first(lo),
                summary_of(r, steps, micro_batches, ceil_div(window_tokens, budget.max_tokens * r),
-                          window_tokens));
+                          window_tokens),
+               budget.max_tokens);
         return m_summary;
     }
 
@@ -343,28 +271,6 @@ public:
     [[nodiscard]] const token_plan_summary& summary() const noexcept { return m_summary; }
 
 private:
-    static void check_budget(const token_budget& b, std::size_t steps, std::string_view who) {
-        if (b.ranks == 0 || b.max_tokens == 0 || b.multiple_of == 0 || steps == 0)
-            throw error(std::string(who) + ": the ranks (" + std::to_string(b.ranks) +
-                        "), max_tokens (" + std::to_string(b.max_tokens) + "), multiple_of (" +
-                        std::to_string(b.multiple_of) + ") and steps (" + std::to_string(steps) +
-                        ") must all be at least 1");
-        if (b.max_tokens > detail::tokens::max_record_tokens)
-            throw error(std::string(who) + ": max_tokens is " + std::to_string(b.max_tokens) +
-                        ", above 2^31");
-        if (b.ranks > max_plan_records || steps > max_plan_records / b.ranks)
-            throw error(std::string(who) + ": " + std::to_string(b.ranks) + " ranks * " +
-                        std::to_string(steps) + " steps is above the " +
-                        std::to_string(max_plan_records) + " cells a plan may hold");
-    }
-    static void check_padding(const token_plan_options& opt, const token_budget& b,
-                              std::string_view who) {
-        if (opt.pad_to_multiple_of == 0 || opt.pad_to_multiple_of > b.max_tokens)
-            throw error(std::string(who) + ": pad_to_multiple_of is " +
-                        std::to_string(opt.pad_to_multiple_of) +
-                        "; it must be at least 1 and at most max_tokens (" +
-                        std::to_string(b.max_tokens) + ")");
-    }
     static void check_records_count(std::size_t n, std::string_view who) {
         if (n > max_plan_records)
             throw error(std::string(who) + ": " + std::to_string(n) + " records, above the " +
@@ -380,78 +286,8 @@ private:
         return std::accumulate(v.begin(), v.end(), std::uint64_t{0});
     }
 
-    // The units a plan deals: each record, or with group_together each group (its records'
-    // tokens and costs summed). m_unit_of[record] is its unit; m_group_of its group (by rank);
-    // m_unit_alone marks the units above T, each of which closes its micro-batch.
-    void make_units(std::span<const std::uint64_t> groups, bool together, std::uint64_t max_tokens,
-                    std::string_view who) {
-        const std::size_t n = m_records.tokens.size();
-        m_group_of.clear();
-        m_unit_alone.assign(m_records.alone.begin(), m_records.alone.end());
-        if (groups.empty()) {
-            m_unit_tokens.assign(m_records.tokens.begin(), m_records.tokens.end());
-            m_unit_cost.assign(m_records.cost.begin(), m_records.cost.end());
-            m_unit_of.resize(n);
-            std::iota(m_unit_of.begin(), m_unit_of.end(), std::uint32_t{0});
-            return;
-        }
-        // Dense group numbers, in the order of the ids.
-        m_sorted.resize(n);
-        std::iota(m_sorted.begin(), m_sorted.end(), std::uint32_t{0});
-        std::sort(m_sorted.begin(), m_sorted.end(), [&](std::uint32_t a, std::uint32_t b) {
-            return groups[a] < groups[b] || (groups[a] == groups[b] && a < b);
-        });
-        m_group_of.resize(n);
-        std::uint32_t g = 0;
-        for (std::size_t k = 0; k < n; ++k) {
-            if (k > 0 && groups[m_sorted[k]] != groups[m_sorted[k - 1]]) ++g;
-            m_group_of[m_sorted[k]] = g;
-        }
-        const std::size_t count = n == 0 ? 0 : std::size_t{g} + 1;
-        m_group_tokens.assign(count, 0);
-        m_group_cost.assign(count, 0);
-        for (std::size_t i = 0; i < n; ++i) {
-            m_group_tokens[m_group_of[i]] += m_records.tokens[i];
-            m_group_cost[m_group_of[i]] += m_records.cost[i];
-        }
-        if (together) {
-            m_unit_alone.assign(count, 0);
-            for (std::size_t k = 0; k < n; ++k) {
-                const std::uint32_t i = m_sorted[k];
-                const std::uint32_t group = m_group_of[i];
-                // A record above T (counted as T tokens) fills its micro-batch alone, so its
-                // group holds nothing else.
-                const bool alone_with_others =
-                    m_records.alone[i] != 0 && m_group_tokens[group] == max_tokens &&
-                    ((k > 0 && m_group_of[m_sorted[k - 1]] == group) ||
-                     (k + 1 < n && m_group_of[m_sorted[k + 1]] == group));
-                if (alone_with_others)
-                    throw error(std::string(who) + ": group " + std::to_string(groups[i]) +
-                                " holds record " + std::to_string(i) + ", above max_tokens (" +
-                                std::to_string(max_tokens) +
-                                ") and so alone in its micro-batch, beside other records, and "
-                                "group_together keeps a group's records in one micro-batch");
-                if (m_group_tokens[group] > max_tokens)
-                    throw error(std::string(who) + ": group " + std::to_string(groups[i]) +
-                                " has " + std::to_string(m_group_tokens[group]) +
-                                " tokens, above max_tokens (" + std::to_string(max_tokens) +
-                                "), and group_together keeps its records in one micro-batch");
-                m_unit_alone[group] |= m_records.alone[i];
-            }
-            m_unit_tokens = m_group_tokens;
-            m_unit_cost = m_group_cost;
-            m_unit_of = m_group_of;
-            m_group_of.clear();
-            return;
-        }
-        m_unit_tokens.assign(m_records.tokens.begin(), m_records.tokens.end());
-        m_unit_cost.assign(m_records.cost.begin(), m_records.cost.end());
-        m_unit_of.resize(n);
-        std::iota(m_unit_of.begin(), m_unit_of.end(), std::uint32_t{0});
-    }
-
     // The units by cost, dearest first (ties to the lower index).
-    void order_units() { order_by_cost(m_unit_cost); }
+    void order_units() { order_by_cost(m_units.cost); }
 
     // m_order: the indices of `cost`, dearest first (ties to the lower index). A radix sort of
     // one word per record ((top - cost) above the index's bits) where the costs leave room for
@@ -491,13 +327,69 @@ private:
     }
 
     void keep_prefix(std::size_t count) {
-        m_unit_tokens.resize(count);
-        m_unit_cost.resize(count);
-        m_unit_of.resize(count);
-        m_unit_alone.resize(count);
+        m_units.keep_prefix(count);
         m_records.tokens.resize(count);
         m_records.cost.resize(count);
         m_records.alone.resize(count);
+    }
+
+    // The least count in [least, most], a multiple of m, at which `plans` packs (least_count);
+    // where none does and `allow_empty`, the least in [least, most_empty] with empty
+    // micro-batches allowed (with room for every unit alone a plan always exists: LPT gives each
+    // its own cell). 0 if none.
+    template <class Plans>
+    std::size_t least_packing(std::size_t least, std::size_t most, std::size_t most_empty,
+                              std::size_t m, bool allow_empty, Plans&& plans) {
+        std::size_t count = detail::tokens::least_count(least, most, m, plans);
+        if (count == 0 && allow_empty) {
+            m_allow_empty = true;
+            count = detail::tokens::least_count(least, std::max(least, most_empty), m, plans);
+        }
+        return count;
+    }
+
+    // K held steps pooled: their micro-steps planned as one (C of them, a multiple of m, at
+    // least m a step, each cell one unit at least), then dealt to the steps, each C/K rounded to
+    // a multiple of m, the first steps m more where C/m is not a multiple of K: each step its own
+    // count, where one count for every step would round C up to a multiple of K*m. True if a
+    // count packed; m_summary then has the counts.
+    bool held_pooled(const token_budget& budget, std::size_t steps, std::size_t bound,
+                     std::uint64_t total, bool allow_empty) {
+        const std::size_t r = budget.ranks;
+        const std::size_t m = budget.multiple_of;
+        const std::size_t units = m_units.tokens.size();
+        const std::size_t least = std::max(round_up(std::max<std::size_t>(bound, 1), m), steps * m);
+        const std::size_t micro_steps = least_packing(
+            least, units / r, round_up(ceil_div(units, r), m), m, allow_empty,
+            [&](std::size_t count) { return plan_cells(r, 1, count, budget.max_tokens, false); });
+        if (micro_steps == 0) return false;
+        const std::size_t chunks = micro_steps / m;
+        const std::size_t extra = chunks % steps;
+        token_plan_summary s =
+            summary_of(r, steps, (chunks / steps + (extra != 0 ? 1 : 0)) * m, bound, total);
+        s.micro_steps = micro_steps;
+        s.full_steps = extra == 0 ? steps : extra;
+        s.short_by = extra == 0 ? 0 : m;
+        m_summary = s;
+        return true;
+    }
+
+    // Groups kept to a rank: a group's records share one rank and one step, each (step, rank)
+    // a bin of M cells, so every step holds the same count M. True if a count packed.
+    bool held_by_rank(const token_budget& budget, std::size_t steps, std::size_t bound,
+                      std::uint64_t total, bool allow_empty) {
+        const std::size_t r = budget.ranks;
+        const std::size_t m = budget.multiple_of;
+        const std::size_t units = m_units.tokens.size();
+        const std::size_t least = round_up(std::max<std::size_t>(ceil_div(bound, steps), 1), m);
+        const std::size_t micro =
+            least_packing(least, units / (r * steps), round_up(ceil_div(units, r * steps), m), m,
+                          allow_empty, [&](std::size_t count) {
+                              return plan_cells(r, steps, count, budget.max_tokens, true);
+                          });
+        if (micro == 0) return false;
+        m_summary = summary_of(r, steps, micro, bound, total);
+        return true;
     }
 
     // Plans the units into `steps` steps of `micro` micro-steps of R cells each (by_rank: groups
@@ -507,7 +399,6 @@ private:
     bool plan_cells(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity,
                     bool by_rank, bool dealt = false) {
         m_deal_steps = !by_rank;
-        m_half_budget = capacity / 2;
         if (by_rank) return plan_by_rank(r, steps, micro, capacity);
         const std::size_t cells = r * steps * micro;
         if (dealt)
@@ -517,7 +408,7 @@ private:
         const bool found = dealt ? keep_deal(m_packer.cells_of(), false, cells, capacity)
                                  : deal_units(cells, capacity);
         const std::uint64_t best =
-            found ? m_layout.lay_out(m_cell_of, m_unit_cost, cells, r, micro) : 0;
+            found ? m_layout.lay_out(m_cell_of, m_units.cost, cells, r, micro) : 0;
         // Levelling forms a micro-step only where the dearest record is above the mean cell;
         // elsewhere it would deal every record as LPT just did. Where no deal packed at this
         // count, levelling (the same deal after a few steps) is not tried either: a failed count
@@ -528,12 +419,12 @@ private:
         // (h * c > S as h > S / c: a group's summed cost times the cells may pass 2^64.)
         const std::uint64_t room = cells * capacity;
         const bool levels = found && !m_allow_empty &&
-                            m_unit_cost[m_order[0]] > sum(m_unit_cost) / cells &&
-                            room - std::min(room, sum(m_unit_tokens)) >= room / 32;
-        if (levels && m_leveller.plan(m_order, m_unit_tokens, m_unit_cost, cells, r, capacity,
-                                      m_unit_alone)) {
+                            m_units.cost[m_order[0]] > sum(m_units.cost) / cells &&
+                            room - std::min(room, sum(m_units.tokens)) >= room / 32;
+        if (levels && m_leveller.plan(m_order, m_units.tokens, m_units.cost, cells, r, capacity,
+                                      m_units.alone)) {
             const std::uint64_t levelled =
-                m_alt_layout.lay_out(m_leveller.cells_of(), m_unit_cost, cells, r, micro);
+                m_alt_layout.lay_out(m_leveller.cells_of(), m_units.cost, cells, r, micro);
             if (levelled < best) {
                 std::swap(m_layout, m_alt_layout);
                 m_cell_of.assign(m_leveller.cells_of().begin(), m_leveller.cells_of().end());
@@ -550,19 +441,19 @@ private:
     // LPT first: most counts tried pack by it, in one pass. True if a deal packed; m_cell_of
     // then holds it.
     bool deal_units(std::size_t cells, std::uint64_t capacity) {
-        if (m_packer.deal(m_order, m_unit_tokens, m_unit_cost, cells, capacity, m_unit_alone,
+        if (m_packer.deal(m_order, m_units.tokens, m_units.cost, cells, capacity, m_units.alone,
                           m_allow_empty))
             return keep_deal(m_packer.cells_of(), false, cells, capacity);
         const bool differs = by_tokens_differs();
         const std::span<const std::uint32_t> by_tokens = differs ? m_by_tokens : m_order;
-        if (differs && m_packer.deal(m_by_tokens, m_unit_tokens, m_unit_cost, cells, capacity,
-                                     m_unit_alone, m_allow_empty))
+        if (differs && m_packer.deal(m_by_tokens, m_units.tokens, m_units.cost, cells, capacity,
+                                     m_units.alone, m_allow_empty))
             return keep_deal(m_packer.cells_of(), false, cells, capacity);
-        if (m_first_fit.deal(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone,
+        if (m_first_fit.deal(by_tokens, m_units.tokens, cells, capacity, m_units.alone,
                              m_allow_empty))
             return keep_deal(m_first_fit.cell_of(), true, cells, capacity);
         if (!m_allow_empty && by_tokens.size() <= search_records &&
-            m_search.pack(by_tokens, m_unit_tokens, cells, capacity, m_unit_alone, search_budget))
+            m_search.pack(by_tokens, m_units.tokens, cells, capacity, m_units.alone, search_budget))
             return keep_deal(m_search.cell_of(), true, cells, capacity);
         return false;
     }
@@ -575,8 +466,8 @@ private:
                    std::uint64_t capacity) {
         m_cell_of.assign(placed.begin(), placed.end());
         if (tight && cells <= rebalance_cells)
-            m_rebalancer.rebalance(m_cell_of, m_unit_tokens, m_unit_cost, cells, capacity,
-                                   m_unit_alone, 2 * cells);
+            m_rebalancer.rebalance(m_cell_of, m_units.tokens, m_units.cost, cells, capacity,
+                                   m_units.alone, 2 * cells);
         return true;
     }
 
@@ -584,10 +475,10 @@ private:
     // False, and m_by_tokens untouched, when that is m_order (costs follow tokens).
     bool by_tokens_differs() {
         const auto before = [this](std::uint32_t a, std::uint32_t b) {
-            const std::uint64_t ta = m_unit_tokens[a];
-            const std::uint64_t tb = m_unit_tokens[b];
-            return ta > tb || (ta == tb && (m_unit_cost[a] > m_unit_cost[b] ||
-                                            (m_unit_cost[a] == m_unit_cost[b] && a < b)));
+            const std::uint64_t ta = m_units.tokens[a];
+            const std::uint64_t tb = m_units.tokens[b];
+            return ta > tb || (ta == tb && (m_units.cost[a] > m_units.cost[b] ||
+                                            (m_units.cost[a] == m_units.cost[b] && a < b)));
         };
         if (std::is_sorted(m_order.begin(), m_order.end(), before)) return false;
         m_by_tokens.assign(m_order.begin(), m_order.end());
@@ -600,9 +491,9 @@ private:
     // up across ranks (the k-th dearest of every rank in micro-step k).
     bool plan_by_rank(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity) {
         order_units();
-        if (!m_rank_groups.deal(m_order, m_unit_tokens, m_unit_cost, m_unit_alone, m_group_of,
-                                m_group_tokens, m_group_cost, r * steps, micro, capacity,
-                                m_allow_empty))
+        if (!m_rank_groups.deal(m_order, m_units.tokens, m_units.cost, m_units.alone,
+                                m_units.group_of, m_units.group_tokens, m_units.group_cost,
+                                r * steps, micro, capacity, m_allow_empty))
             return false;
         m_cell_of.assign(m_rank_groups.cell_of().begin(), m_rank_groups.cell_of().end());
         m_layout.lay_out_ranked(m_rank_groups.cell_load(), r, steps, micro);
@@ -615,6 +506,7 @@ private:
         s.ranks = r;
         s.steps = steps;
         s.micro_batches = micro;
+        s.full_steps = steps;
         s.micro_steps = steps * micro;
         s.micro_steps_bound = std::max<std::size_t>(bound, 1);
         s.tokens = tokens;
@@ -622,25 +514,26 @@ private:
     }
 
     // Writes the plan kept: each record's slot (by its unit's cell), and the summary's figures.
-    void finish(std::span<micro_slot> out, token_plan_summary s) {
-        const std::size_t n = m_unit_of.size();
+    // `max_tokens`: T, a record above T / 2 heavy (deal_steps).
+    void finish(std::span<micro_slot> out, token_plan_summary s, std::uint64_t max_tokens) {
+        const std::size_t n = m_units.unit_of.size();
         s.records = n;
         s.unit = m_records.unit;
         s.oversized = 0;
         std::uint64_t dearest = 0;
         for (std::size_t i = 0; i < n; ++i) {
-            const detail::tokens::cell_place& at = m_layout.place(m_cell_of[m_unit_of[i]]);
+            const detail::tokens::cell_place& at = m_layout.place(m_cell_of[m_units.unit_of[i]]);
             out[i] = {at.step, at.micro, at.rank};
             s.oversized += m_records.alone[i];
             s.total += m_records.cost[i];
             dearest = std::max(dearest, m_records.cost[i]);
         }
-        if (m_deal_steps && s.steps > 1) deal_steps(out.first(n), s);
+        if (m_deal_steps && s.steps > 1) deal_steps(out.first(n), s, max_tokens / 2);
         s.padding = 0;
         if (m_allow_empty) {
             m_cell_used.assign(s.micro_steps * s.ranks, 0);
             for (std::size_t i = 0; i < n; ++i)
-                m_cell_used[(std::size_t{out[i].step} * s.micro_batches + out[i].micro) * s.ranks +
+                m_cell_used[(s.first_micro_step(out[i].step) + out[i].micro) * s.ranks +
                             out[i].rank] = 1;
             for (const std::uint8_t used : m_cell_used) s.padding += used == 0;
         }
@@ -652,11 +545,12 @@ private:
     }
 
     // Deals the plan's micro-steps to its steps so that each step is a fair sample of the plan
-    // (step_dealer): `out` numbers micro-step k as step k / M, micro-batch k mod M.
-    void deal_steps(std::span<micro_slot> out, const token_plan_summary& s) {
+    // (step_dealer), each step its count (micro_batches_in). `out` numbers micro-step k as the
+    // layout does: step k / M, micro-batch k mod M (a pooled plan: step 0, micro-batch k).
+    // A record above `half` tokens is heavy.
+    void deal_steps(std::span<micro_slot> out, const token_plan_summary& s, std::uint64_t half) {
         const std::size_t per_step = s.micro_batches;
         m_tally.assign(s.micro_steps, {});
-        const std::uint64_t half = m_half_budget;
         for (std::size_t i = 0; i < out.size(); ++i) {
             detail::tokens::micro_step_tally& t =
                 m_tally[std::size_t{out[i].step} * per_step + out[i].micro];
@@ -664,7 +558,10 @@ private:
             t.heavy += m_records.tokens[i] > half;
             t.tokens += m_records.tokens[i];
         }
-        m_steps.deal(m_tally, per_step);
+        m_step_counts.resize(s.steps);
+        for (std::size_t step = 0; step < s.steps; ++step)
+            m_step_counts[step] = s.micro_batches_in(step);
+        m_steps.deal_counts(m_tally, m_step_counts);
         for (micro_slot& slot : out) {
             const std::size_t k = std::size_t{slot.step} * per_step + slot.micro;
             slot.step = m_steps.step_of(k);
@@ -692,25 +589,24 @@ private:
                                  std::string_view who) {
         const std::size_t r = budget.ranks;
         const std::size_t m = budget.multiple_of;
-        const std::uint64_t tokens = sum(m_unit_tokens);
-        const std::size_t n = m_unit_tokens.size();
+        const std::uint64_t tokens = sum(m_units.tokens);
+        const std::size_t n = m_units.tokens.size();
         const std::size_t bound = ceil_div(tokens, budget.max_tokens * r);
-        const auto plans = [&](std::size_t count) {
-            return plan_cells(r, 1, count, budget.max_tokens, false);
-        };
         const std::size_t least = round_up(std::max<std::size_t>(bound, 1), m);
-        std::size_t micro_steps = detail::tokens::least_count(least, n / r, m, plans);
-        if (micro_steps == 0 && opt.allow_empty_micro_batches) {
-            m_allow_empty = true;
-            micro_steps = detail::tokens::least_count(least, round_up(ceil_div(n, r), m), m, plans);
-        }
+        const std::size_t micro_steps = least_packing(
+            least, n / r, round_up(ceil_div(n, r), m), m, opt.allow_empty_micro_batches,
+            [&](std::size_t count) { return plan_cells(r, 1, count, budget.max_tokens, false); });
         if (micro_steps != 0) {
             // Renumber: micro-step k is step k / M, micro-batch k mod M.
             m_layout.regroup(micro_batches);
             const std::size_t steps = (micro_steps + micro_batches - 1) / micro_batches;
             token_plan_summary s = summary_of(r, steps, micro_batches, bound, tokens);
             s.micro_steps = micro_steps;
-            finish(out.first(n), s);
+            if (micro_steps % micro_batches != 0) {
+                s.full_steps = steps - 1;
+                s.short_by = steps * micro_batches - micro_steps;
+            }
+            finish(out.first(n), s, budget.max_tokens);
             return m_summary;
         }
         throw error(std::string(who) + ": the stream's last " + std::to_string(n) +
@@ -724,14 +620,7 @@ private:
     }
 
     detail::tokens::token_records m_records;
-    std::vector<std::uint64_t> m_unit_tokens; // by unit
-    std::vector<std::uint64_t> m_unit_cost;
-    std::vector<std::uint32_t> m_unit_of;   // by record: its unit
-    std::vector<std::uint8_t> m_unit_alone; // by unit: above T, closing its micro-batch
-    std::vector<std::uint32_t> m_group_of;  // by unit: its group (groups kept to a rank)
-    std::vector<std::uint64_t> m_group_tokens;
-    std::vector<std::uint64_t> m_group_cost;
-    std::vector<std::uint32_t> m_sorted;
+    detail::tokens::token_units m_units;
     std::vector<std::uint32_t> m_order;     // units, dearest first
     std::vector<std::uint32_t> m_by_cost;   // a stream window's records that fit, dearest first
     std::vector<std::uint32_t> m_prefix;    // those of a prefix
@@ -759,9 +648,9 @@ private:
     bool m_deal_steps = true;              // false where groups bind their records to a step
     bool m_allow_empty = false;            // this count's deals may leave cells empty (padding)
     std::vector<std::uint8_t> m_cell_used; // by (step, micro, rank): whether a record is in it
-    std::uint64_t m_half_budget = 0;       // T / 2: a record above it is heavy
     std::vector<detail::tokens::micro_step_tally> m_tally; // by micro-step
     detail::tokens::step_dealer m_steps;
+    std::vector<std::size_t> m_step_counts; // by step: its micro-steps
     token_plan_summary m_summary;
 };
 

@@ -64,6 +64,9 @@ template <class T, int Flags>
     d["ranks"] = s.ranks;
     d["steps"] = s.steps;
     d["micro_batches"] = s.micro_batches;
+    py::list per_step;
+    for (std::size_t step = 0; step < s.steps; ++step) per_step.append(s.micro_batches_in(step));
+    d["step_micro_batches"] = per_step;
     d["micro_steps"] = s.micro_steps;
     d["micro_steps_bound"] = s.micro_steps_bound;
     d["tokens"] = s.tokens;
@@ -99,7 +102,7 @@ plan_micro_batches(const token_array& tokens, const std::optional<value_array>& 
     std::vector<std::vector<std::vector<std::int64_t>>> out(
         budget.ranks, std::vector<std::vector<std::int64_t>>(cells));
     for (std::size_t i = 0; i < t.size(); ++i)
-        out[slots[i].rank][std::size_t{slots[i].step} * s.micro_batches + slots[i].micro].push_back(
+        out[slots[i].rank][s.first_micro_step(slots[i].step) + slots[i].micro].push_back(
             static_cast<std::int64_t>(i));
     py::list plan;
     for (const auto& rank : out) plan.append(py::cast(rank));

@@ -1,6 +1,7 @@
 #pragma once
-// Internal: the least micro-batch count at which a plan packs, found in a number of tries that
-// grows with the logarithm of its distance from the token bound.
+// Internal: the two searches of a token plan, each in a number of tries that grows with the
+// logarithm of the distance it covers: the least micro-batch count at which a plan packs, and
+// the longest prefix of a stream's candidates that packs into its window.
 
 #include <bcl/detail/config.hpp>
 
@@ -44,6 +45,37 @@ template <class Plans>
     }
     if (!last_planned) (void)plans(found);
     return found;
+}
+
+/// The longest prefix of `fit` candidates, at least `full` long (`fit` >= `full`, one record a
+/// cell), that `packs(count)` packs, within `step` = max(1, fit / 1024) records below the
+/// longest; or 0 if not even `full` packs. A shorter prefix packs if a longer does, as a rule:
+/// so `fit` first (mostly all that fit by tokens, or a few records less, pack), then galloping
+/// down (a step, then 2, 4, ... steps less) to one that packs, then halving the gap above it
+/// until it is under a step. Each try is a whole deal; a window left within 0.1% of its records
+/// short of the longest is the same window, and the next takes the rest. At most
+/// 2 log2(1024) + 2 tries.
+template <class Packs>
+[[nodiscard]] std::size_t longest_prefix(std::size_t fit, std::size_t full, Packs&& packs) {
+    const std::size_t step = std::max<std::size_t>(1, fit / 1024);
+    std::size_t lo = fit;
+    std::size_t hi = fit; // the longest that may pack
+    bool lo_packs = false;
+    for (std::size_t less = step;; less *= 2) {
+        lo_packs = packs(lo);
+        if (lo_packs || lo == full) break;
+        hi = lo - 1;
+        lo = fit - std::min(fit - full, less);
+    }
+    if (!lo_packs) return 0;
+    while (hi - lo >= step) {
+        const std::size_t mid = lo + (hi - lo + 1) / 2;
+        if (packs(mid))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 } // namespace bcl::detail::tokens

@@ -24,7 +24,7 @@ struct micro_step_tally {
 /// micro-batch, whichever step each lands in, so the deal is free to make every step look like
 /// the whole plan: were micro-steps numbered dearest first into steps, as the layout cuts them,
 /// the first steps would take the heavy records and the last the many short ones, a curriculum
-/// nobody asked for. Steps hold `per_step` micro-steps each (the last what is left).
+/// nobody asked for. Each step holds its count of micro-steps.
 ///
 /// How: micro-steps holding heavy records first, most heavy first, each to the step with room
 /// that holds the fewest heavy records (so no step holds more than its share, ceil(h/K), and one
@@ -36,11 +36,22 @@ struct micro_step_tally {
 /// O(S * K) for S micro-steps in K steps of M, and O(S * M) a swap (at most S swaps).
 class step_dealer {
 public:
-    /// Deals `tally.size()` micro-steps (in the layout's order) to steps of `per_step`; their
-    /// records add up to at most 2^30 (a plan's most).
+    /// Deals `tally.size()` micro-steps (in the layout's order) to steps of `per_step` (the last
+    /// what is left); their records add up to at most 2^30 (a plan's most).
     void deal(std::span<const micro_step_tally> tally, std::size_t per_step) {
         const std::size_t s = tally.size();
         const std::size_t steps = per_step == 0 ? 0 : (s + per_step - 1) / per_step;
+        m_counts.resize(steps);
+        for (std::size_t step = 0; step < steps; ++step)
+            m_counts[step] = std::min(per_step, s - step * per_step);
+        deal_counts(tally, m_counts);
+    }
+
+    /// Deals `tally.size()` micro-steps (in the layout's order) to steps of `counts[step]` each
+    /// (they add up to tally.size()): a pooled plan whose steps hold different counts.
+    void deal_counts(std::span<const micro_step_tally> tally, std::span<const std::size_t> counts) {
+        const std::size_t s = tally.size();
+        const std::size_t steps = counts.size();
         m_step_of.resize(s);
         m_micro_of.resize(s);
         if (steps <= 1) {
@@ -50,9 +61,7 @@ public:
             }
             return;
         }
-        m_room.resize(steps);
-        for (std::size_t step = 0; step < steps; ++step)
-            m_room[step] = std::min(per_step, s - step * per_step);
+        m_room.assign(counts.begin(), counts.end());
         m_sum.assign(steps, micro_step_tally{});
         std::uint64_t heavy = 0;
         m_order.resize(s);
@@ -229,6 +238,7 @@ private:
     std::vector<std::size_t> m_top;    // the steps richest in records, richest first
     std::vector<std::size_t> m_bottom; // the poorest, poorest first
     std::vector<std::size_t> m_room;   // by step
+    std::vector<std::size_t> m_counts; // by step: its micro-steps (deal())
     std::vector<micro_step_tally> m_sum;
     std::uint64_t m_heavy_bound = 0;
 };

@@ -38,6 +38,26 @@ inline constexpr std::uint64_t max_record_tokens = std::uint64_t{1} << 31;
     return (tokens + multiple - 1) / multiple * multiple;
 }
 
+/// A record's length as a plan counts it (padded_length), checked: throws bcl::error (prefixed
+/// with `who`, naming `what` and `index`: "record 7", "dataset index 7") where it is above
+/// `max_tokens`, unless `oversized_alone` allows it (up to 2^31), the error then saying how to.
+[[nodiscard]] inline std::uint64_t checked_length(std::uint64_t tokens, std::size_t index,
+                                                  std::string_view what, std::uint64_t max_tokens,
+                                                  bool oversized_alone, std::uint64_t multiple,
+                                                  std::string_view who) {
+    const std::uint64_t t = padded_length(tokens, multiple);
+    if (t <= max_tokens || (oversized_alone && t <= max_record_tokens)) return t;
+    throw error(std::string(who) + ": " + std::string(what) + " " + std::to_string(index) +
+                " has " + std::to_string(tokens) + " tokens" +
+                (t != tokens ? " (" + std::to_string(t) + " padded to a multiple of " +
+                                   std::to_string(multiple) + ")"
+                             : std::string()) +
+                ", above max_tokens (" + std::to_string(max_tokens) + ")" +
+                (oversized_alone ? ": no record may have more than 2^31"
+                                 : "; truncate it, or let such records have a micro-batch of "
+                                   "their own"));
+}
+
 /// A plan's records as integers.
 struct token_records {
     std::vector<std::uint64_t> tokens; ///< for packing: the record's, or T for one allowed alone
@@ -72,19 +92,9 @@ inline void read_records(std::span<const std::uint64_t> tokens, std::span<const 
     out.alone.assign(n, 0);
     out.oversized = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t t = padded_length(tokens[i], multiple);
+        const std::uint64_t t =
+            checked_length(tokens[i], i, "record", max_tokens, oversized_alone, multiple, who);
         if (t > max_tokens) {
-            if (!oversized_alone || t > max_record_tokens)
-                throw error(std::string(who) + ": record " + std::to_string(i) + " has " +
-                            std::to_string(tokens[i]) + " tokens" +
-                            (t != tokens[i]
-                                 ? " (" + std::to_string(t) + " padded to a multiple of " +
-                                       std::to_string(multiple) + ")"
-                                 : std::string()) +
-                            ", above max_tokens (" + std::to_string(max_tokens) + ")" +
-                            (oversized_alone ? ": no record may have more than 2^31"
-                                             : "; truncate it, or let such records have a "
-                                               "micro-batch of their own"));
             ++out.oversized;
             out.alone[i] = 1;
             out.tokens[i] = max_tokens; // alone: nothing else fits beside it

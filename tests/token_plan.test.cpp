@@ -59,11 +59,21 @@ void check_plan(const std::vector<std::uint64_t>& tokens, const std::vector<std:
     const std::size_t n = s.records;
     REQUIRE(s.ranks == b.ranks);
     REQUIRE(s.micro_batches % b.multiple_of == 0);
+    // Each step its count, a positive multiple of m; the counts add up to the micro-steps.
+    std::size_t counted = 0;
+    for (std::size_t step = 0; step < s.steps; ++step) {
+        REQUIRE(s.first_micro_step(step) == counted);
+        REQUIRE(s.micro_batches_in(step) > 0);
+        REQUIRE(s.micro_batches_in(step) <= s.micro_batches);
+        REQUIRE(s.micro_batches_in(step) % b.multiple_of == 0);
+        counted += s.micro_batches_in(step);
+    }
+    REQUIRE(counted == s.micro_steps);
     std::map<cell_key, std::vector<std::size_t>> cells;
     for (std::size_t i = 0; i < n; ++i) {
         REQUIRE(out[i].rank < b.ranks);
         REQUIRE(out[i].step < s.steps);
-        REQUIRE(out[i].micro < s.micro_batches);
+        REQUIRE(out[i].micro < s.micro_batches_in(out[i].step));
         cells[{out[i].step, out[i].micro, out[i].rank}].push_back(i);
     }
     // Every cell of every micro-step holds a record: equal counts on every rank, none empty.
@@ -587,6 +597,37 @@ TEST_CASE("token plan: held batches pooled over K steps deal their micro-steps f
     for (std::size_t i = 0; i < groups.size(); ++i) groups[i] = i / 3;
     const auto g = planner.plan_held(tokens, {}, groups, b, 4, {}, out);
     check_plan(tokens, groups, b, {}, out, g);
+}
+
+TEST_CASE("token plan: each step of a pooled held plan has its own count: K steps take the "
+          "micro-steps one step of all their records takes, not that rounded up to K*m",
+          "[token_plan]") {
+    std::size_t uneven = 0;
+    for (std::uint64_t seed = 1; seed <= bcl_test::random_cases(60); ++seed) {
+        std::mt19937_64 gen(seed);
+        const bcl::token_budget b{
+            .ranks = 1 + gen() % 8, .max_tokens = 512 + gen() % 4096, .multiple_of = 1 + gen() % 2};
+        const std::size_t steps = 2 + gen() % 4;
+        std::vector<std::uint64_t> tokens(b.ranks * steps * b.multiple_of * (3 + gen() % 12));
+        for (auto& t : tokens) t = 1 + gen() % b.max_tokens;
+        bcl::token_planner planner;
+        micro_slots pooled(tokens.size());
+        micro_slots one(tokens.size());
+        const bcl::token_plan_summary s = planner.plan_held(tokens, {}, {}, b, steps, {}, pooled);
+        check_plan(tokens, {}, b, {}, pooled, s);
+        const bcl::token_plan_summary alone = planner.plan_held(tokens, {}, {}, b, 1, {}, one);
+        CAPTURE(seed, b.ranks, b.max_tokens, b.multiple_of, steps, alone.micro_steps);
+        // The same search over the same cells: the same count wherever K steps of m allow it.
+        if (alone.micro_steps >= steps * b.multiple_of) CHECK(s.micro_steps == alone.micro_steps);
+        // The counts differ by m at most, the fuller steps first.
+        for (std::size_t step = 1; step < steps; ++step) {
+            CHECK(s.micro_batches_in(step) <= s.micro_batches_in(step - 1));
+            CHECK(s.micro_batches_in(0) - s.micro_batches_in(step) <= b.multiple_of);
+        }
+        uneven += s.micro_steps % (steps * b.multiple_of) != 0;
+    }
+    CAPTURE(uneven);
+    CHECK(uneven > 0); // the cases hold plans a single count per step would have rounded up
 }
 
 TEST_CASE("token plan: ranks short of records get empty micro-batches with "

@@ -10,6 +10,7 @@
 #include <bcl/detail/plan/padded_layout.hpp>
 #include <bcl/detail/plan/quantize.hpp>
 #include <bcl/detail/plan/word_sort.hpp>
+#include <bcl/detail/random.hpp>
 #include <bcl/error.hpp>
 #include <bcl/options.hpp>
 
@@ -72,18 +73,13 @@ struct plan_options {
 /// (a mismatch means records lost or duplicated, never a small error). O(n), noexcept.
 [[nodiscard]] inline std::uint64_t plan_digest(std::span<const plan_slot> plan,
                                                std::uint64_t previous = 0) noexcept {
-    const auto finish = [](std::uint64_t z) noexcept { // SplitMix64's finalizer
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    };
-    std::uint64_t h = finish(previous ^ 0x9e3779b97f4a7c15ULL) ^ plan.size();
+    std::uint64_t h = detail::mix64(previous ^ 0x9e3779b97f4a7c15ULL) ^ plan.size();
     for (const plan_slot& s : plan) {
         h ^= (std::uint64_t{s.step} << 32) | s.rank;
         h *= 0xbf58476d1ce4e5b9ULL; // odd: a bijection
         h ^= h >> 31;               // a bijection too
     }
-    return finish(h ^ plan.size());
+    return detail::mix64(h ^ plan.size());
 }
 
 /// What a plan achieved, in the window's fixed-point units (a quantized cost is

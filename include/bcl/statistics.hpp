@@ -97,4 +97,26 @@ struct statistics {
     std::vector<std::uint64_t> delay_histogram;
 };
 
+namespace detail {
+
+/// Calls `visit(name, field)` for each field of `s` (a statistics, const or not) but the delay
+/// histogram, whose length the options bound: the list a saved state writes, in its order, kept
+/// beside the fields so that a new one is not left out.
+template <class Stats, class Visit>
+void statistics_fields(Stats& s, Visit&& visit) {
+    visit("records_in", s.records_in);
+    visit("records_out", s.records_out);
+    visit("records_dropped", s.records_dropped);
+    visit("records_capped", s.records_capped);
+    visit("peak_batch_memory", s.peak_batch_memory);
+    visit("batches", s.batches);
+    visit("windows", s.windows);
+    visit("batch_cost", s.batch_cost);
+    visit("gap_to_lower_bound", s.gap_to_lower_bound);
+    visit("max_delay_batches", s.max_delay_batches);
+    visit("delay_batches", s.delay_batches);
+}
+
+} // namespace detail
+
 } // namespace bcl

@@ -6,16 +6,9 @@
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/detail/plan/word_sort.hpp>
 #include <bcl/detail/random.hpp>
-#include <bcl/detail/tokens/cell_leveller.hpp>
-#include <bcl/detail/tokens/cell_packer.hpp>
-#include <bcl/detail/tokens/cell_rebalancer.hpp>
+#include <bcl/detail/tokens/cell_planner.hpp>
 #include <bcl/detail/tokens/count_search.hpp>
-#include <bcl/detail/tokens/first_fit.hpp>
-#include <bcl/detail/tokens/micro_layout.hpp>
-#include <bcl/detail/tokens/rank_groups.hpp>
-#include <bcl/detail/tokens/search_packer.hpp>
 #include <bcl/detail/tokens/step_dealer.hpp>
 #include <bcl/detail/tokens/stream_window.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
@@ -24,16 +17,12 @@
 #include <bcl/token_budget.hpp>
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
-#include <utility>
 #include <vector>
 
 namespace bcl {
@@ -242,11 +231,11 @@ public:
             throw error(std::string(who) + ": " + std::to_string(fit) +
                         " records fit the window, fewer than its " + std::to_string(full) +
                         " micro-batches; give a window's worth of records (or last = true)");
-        order_by_cost(std::span<const std::uint64_t>(m_records.cost).first(fit));
-        m_by_cost.assign(m_order.begin(), m_order.end());
+        m_cells.order_candidates(std::span<const std::uint64_t>(m_records.cost).first(fit));
         // The longest prefix LPT packs (longest_prefix).
-        const std::size_t lo = detail::tokens::longest_prefix(
-            fit, full, [&](std::size_t count) { return packs(count, full, budget.max_tokens); });
+        const std::size_t lo = detail::tokens::longest_prefix(fit, full, [&](std::size_t count) {
+            return m_cells.packs(m_records, count, full, budget.max_tokens);
+        });
         if (lo == 0)
             throw error(std::string(who) + ": the stream's records do not fill " +
                         std::to_string(full) + " micro-batches of at most " +
@@ -254,11 +243,12 @@ public:
         // At the stream's end, records left after this window that cannot fill every rank's
         // micro-batches alone (too few for the micro-steps their tokens need) join it.
         if (last && !tail_plans(lo, budget)) return plan_rest(out, budget, micro_batches, opt, who);
-        // The last LPT deal tried is mostly this prefix's: then plan_cells() keeps it.
-        const bool dealt = m_last_packed == lo;
+        // The last LPT deal tried is mostly this prefix's: then the plan keeps it.
+        const bool dealt = m_cells.last_packed() == lo;
         keep_prefix(lo);
         const std::uint64_t window_tokens = sum(m_units.tokens);
-        const bool ok = plan_cells(r, steps, micro_batches, budget.max_tokens, false, dealt);
+        const bool ok = m_cells.plan(m_units, r, steps, micro_batches, budget.max_tokens, false,
+                                     m_allow_empty, dealt);
         (void)ok; // LPT packed this prefix above
         finish(out.first(lo),
                summary_of(r, steps, micro_batches, ceil_div(window_tokens, budget.max_tokens * r),
@@ -284,46 +274,6 @@ private:
     }
     [[nodiscard]] static std::uint64_t sum(std::span<const std::uint64_t> v) noexcept {
         return std::accumulate(v.begin(), v.end(), std::uint64_t{0});
-    }
-
-    // The units by cost, dearest first (ties to the lower index).
-    void order_units() { order_by_cost(m_units.cost); }
-
-    // m_order: the indices of `cost`, dearest first (ties to the lower index). A radix sort of
-    // one word per record ((top - cost) above the index's bits) where the costs leave room for
-    // the index, as the records' own do; a comparison sort otherwise (groups' summed costs).
-    void order_by_cost(std::span<const std::uint64_t> cost) {
-        const std::size_t n = cost.size();
-        m_order.resize(n);
-        const auto index_bits = static_cast<unsigned>(std::bit_width(n));
-        const std::uint64_t top = n == 0 ? 0 : *std::max_element(cost.begin(), cost.end());
-        if (index_bits < 64 && top < (std::uint64_t{1} << (64 - index_bits))) {
-            m_words.resize(n);
-            for (std::size_t i = 0; i < n; ++i) m_words[i] = ((top - cost[i]) << index_bits) | i;
-            m_word_sort(m_words, index_bits);
-            const std::uint64_t mask = (std::uint64_t{1} << index_bits) - 1;
-            for (std::size_t p = 0; p < n; ++p)
-                m_order[p] = static_cast<std::uint32_t>(m_words[p] & mask);
-            return;
-        }
-        std::iota(m_order.begin(), m_order.end(), std::uint32_t{0});
-        std::sort(m_order.begin(), m_order.end(), [cost](std::uint32_t a, std::uint32_t b) {
-            return cost[a] > cost[b] || (cost[a] == cost[b] && a < b);
-        });
-    }
-
-    // Whether LPT packs the first `count` records into `cells` cells: m_by_cost (every record
-    // that may be taken, dearest first, made once per window) filtered to the prefix.
-    bool packs(std::size_t count, std::size_t cells, std::uint64_t capacity) {
-        m_prefix.clear();
-        for (const std::uint32_t r : m_by_cost)
-            if (r < count) m_prefix.push_back(r);
-        const bool ok =
-            m_packer.deal(m_prefix, std::span<const std::uint64_t>(m_records.tokens).first(count),
-                          std::span<const std::uint64_t>(m_records.cost).first(count), cells,
-                          capacity, std::span<const std::uint8_t>(m_records.alone).first(count));
-        m_last_packed = ok ? count : not_packed;
-        return ok;
     }
 
     void keep_prefix(std::size_t count) {
@@ -361,7 +311,9 @@ private:
         const std::size_t least = std::max(round_up(std::max<std::size_t>(bound, 1), m), steps * m);
         const std::size_t micro_steps = least_packing(
             least, units / r, round_up(ceil_div(units, r), m), m, allow_empty,
-            [&](std::size_t count) { return plan_cells(r, 1, count, budget.max_tokens, false); });
+            [&](std::size_t count) {
+                return m_cells.plan(m_units, r, 1, count, budget.max_tokens, false, m_allow_empty);
+            });
         if (micro_steps == 0) return false;
         const std::size_t chunks = micro_steps / m;
         const std::size_t extra = chunks % steps;
@@ -385,118 +337,11 @@ private:
         const std::size_t micro =
             least_packing(least, units / (r * steps), round_up(ceil_div(units, r * steps), m), m,
                           allow_empty, [&](std::size_t count) {
-                              return plan_cells(r, steps, count, budget.max_tokens, true);
+                              return m_cells.plan(m_units, r, steps, count, budget.max_tokens, true,
+                                                  m_allow_empty);
                           });
         if (micro == 0) return false;
         m_summary = summary_of(r, steps, micro, bound, total);
-        return true;
-    }
-
-    // Plans the units into `steps` steps of `micro` micro-steps of R cells each (by_rank: groups
-    // kept to their rank). True if it packed; then m_cell_of (by unit) and m_layout hold the plan
-    // kept. `dealt`: m_packer holds the LPT deal of these units into these cells already, and
-    // m_prefix their order (packs() on the same records).
-    bool plan_cells(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity,
-                    bool by_rank, bool dealt = false) {
-        m_deal_steps = !by_rank;
-        if (by_rank) return plan_by_rank(r, steps, micro, capacity);
-        const std::size_t cells = r * steps * micro;
-        if (dealt)
-            m_order.assign(m_prefix.begin(), m_prefix.end());
-        else
-            order_units();
-        const bool found = dealt ? keep_deal(m_packer.cells_of(), false, cells, capacity)
-                                 : deal_units(cells, capacity);
-        const std::uint64_t best =
-            found ? m_layout.lay_out(m_cell_of, m_units.cost, cells, r, micro) : 0;
-        // Levelling forms a micro-step only where the dearest record is above the mean cell;
-        // elsewhere it would deal every record as LPT just did. Where no deal packed at this
-        // count, levelling (the same deal after a few steps) is not tried either: a failed count
-        // then costs one deal, not three.
-        // Levelled cells are filled by cost, not tokens, so they need room: where the records
-        // leave less than 1/32 of the cells' tokens free, the levelled deal (a whole LPT pass)
-        // does not pack, as a rule, and is not tried.
-        // (h * c > S as h > S / c: a group's summed cost times the cells may pass 2^64.)
-        const std::uint64_t room = cells * capacity;
-        const bool levels = found && !m_allow_empty &&
-                            m_units.cost[m_order[0]] > sum(m_units.cost) / cells &&
-                            room - std::min(room, sum(m_units.tokens)) >= room / 32;
-        if (levels && m_leveller.plan(m_order, m_units.tokens, m_units.cost, cells, r, capacity,
-                                      m_units.alone)) {
-            const std::uint64_t levelled =
-                m_alt_layout.lay_out(m_leveller.cells_of(), m_units.cost, cells, r, micro);
-            if (levelled < best) {
-                std::swap(m_layout, m_alt_layout);
-                m_cell_of.assign(m_leveller.cells_of().begin(), m_leveller.cells_of().end());
-            }
-        }
-        return found;
-    }
-
-    // Deals the units (m_order, dearest first) into `cells` cells: LPT with the token capacity
-    // (cell_packer), or, where it leaves a unit without room, the units by tokens, largest
-    // first: by LPT when costs do not follow tokens (when they do, as the default cost's, that
-    // is the deal just tried), then by first fit (each to the lowest cell with room; first_fit),
-    // the tightest greedy packing, then, in small plans, the bounded search (search_packer).
-    // LPT first: most counts tried pack by it, in one pass. True if a deal packed; m_cell_of
-    // then holds it.
-    bool deal_units(std::size_t cells, std::uint64_t capacity) {
-        if (m_packer.deal(m_order, m_units.tokens, m_units.cost, cells, capacity, m_units.alone,
-                          m_allow_empty))
-            return keep_deal(m_packer.cells_of(), false, cells, capacity);
-        const bool differs = by_tokens_differs();
-        const std::span<const std::uint32_t> by_tokens = differs ? m_by_tokens : m_order;
-        if (differs && m_packer.deal(m_by_tokens, m_units.tokens, m_units.cost, cells, capacity,
-                                     m_units.alone, m_allow_empty))
-            return keep_deal(m_packer.cells_of(), false, cells, capacity);
-        if (m_first_fit.deal(by_tokens, m_units.tokens, cells, capacity, m_units.alone,
-                             m_allow_empty))
-            return keep_deal(m_first_fit.cell_of(), true, cells, capacity);
-        if (!m_allow_empty && by_tokens.size() <= search_records &&
-            m_search.pack(by_tokens, m_units.tokens, cells, capacity, m_units.alone, search_budget))
-            return keep_deal(m_search.cell_of(), true, cells, capacity);
-        return false;
-    }
-
-    // Keeps `placed` (by unit: its cell) as m_cell_of. A packing for tokens (`tight`: first
-    // fit, the search) gives up balance; moves and swaps (cell_rebalancer) win it back where the
-    // plan has few enough cells. LPT's deals balance as they pack and are kept as they are.
-    // Returns true.
-    bool keep_deal(std::span<const std::uint32_t> placed, bool tight, std::size_t cells,
-                   std::uint64_t capacity) {
-        m_cell_of.assign(placed.begin(), placed.end());
-        if (tight && cells <= rebalance_cells)
-            m_rebalancer.rebalance(m_cell_of, m_units.tokens, m_units.cost, cells, capacity,
-                                   m_units.alone, 2 * cells);
-        return true;
-    }
-
-    // m_by_tokens: the units by tokens, largest first (ties: the dearer, then the lower index).
-    // False, and m_by_tokens untouched, when that is m_order (costs follow tokens).
-    bool by_tokens_differs() {
-        const auto before = [this](std::uint32_t a, std::uint32_t b) {
-            const std::uint64_t ta = m_units.tokens[a];
-            const std::uint64_t tb = m_units.tokens[b];
-            return ta > tb || (ta == tb && (m_units.cost[a] > m_units.cost[b] ||
-                                            (m_units.cost[a] == m_units.cost[b] && a < b)));
-        };
-        if (std::is_sorted(m_order.begin(), m_order.end(), before)) return false;
-        m_by_tokens.assign(m_order.begin(), m_order.end());
-        std::sort(m_by_tokens.begin(), m_by_tokens.end(), before);
-        return true;
-    }
-
-    // Groups kept to one rank: each group to a (step, rank) bin and each bin's units to its
-    // cells (rank_group_dealer), then within each step each rank's cells, dearest first, lined
-    // up across ranks (the k-th dearest of every rank in micro-step k).
-    bool plan_by_rank(std::size_t r, std::size_t steps, std::size_t micro, std::uint64_t capacity) {
-        order_units();
-        if (!m_rank_groups.deal(m_order, m_units.tokens, m_units.cost, m_units.alone,
-                                m_units.group_of, m_units.group_tokens, m_units.group_cost,
-                                r * steps, micro, capacity, m_allow_empty))
-            return false;
-        m_cell_of.assign(m_rank_groups.cell_of().begin(), m_rank_groups.cell_of().end());
-        m_layout.lay_out_ranked(m_rank_groups.cell_load(), r, steps, micro);
         return true;
     }
 
@@ -522,13 +367,14 @@ private:
         s.oversized = 0;
         std::uint64_t dearest = 0;
         for (std::size_t i = 0; i < n; ++i) {
-            const detail::tokens::cell_place& at = m_layout.place(m_cell_of[m_units.unit_of[i]]);
+            const detail::tokens::cell_place& at =
+                m_cells.layout().place(m_cells.cell_of()[m_units.unit_of[i]]);
             out[i] = {at.step, at.micro, at.rank};
             s.oversized += m_records.alone[i];
             s.total += m_records.cost[i];
             dearest = std::max(dearest, m_records.cost[i]);
         }
-        if (m_deal_steps && s.steps > 1) deal_steps(out.first(n), s, max_tokens / 2);
+        if (m_cells.steps_free() && s.steps > 1) deal_steps(out.first(n), s, max_tokens / 2);
         s.padding = 0;
         if (m_allow_empty) {
             m_cell_used.assign(s.micro_steps * s.ranks, 0);
@@ -537,8 +383,8 @@ private:
                             out[i].rank] = 1;
             for (const std::uint8_t used : m_cell_used) s.padding += used == 0;
         }
-        s.objective = m_layout.objective();
-        s.heaviest = m_layout.heaviest();
+        s.objective = m_cells.layout().objective();
+        s.heaviest = m_cells.layout().heaviest();
         s.lower_bound = std::max<std::uint64_t>(ceil_div(s.total, s.ranks), dearest);
         s.digest = token_plan_digest(out.first(n));
         m_summary = s;
@@ -595,10 +441,12 @@ private:
         const std::size_t least = round_up(std::max<std::size_t>(bound, 1), m);
         const std::size_t micro_steps = least_packing(
             least, n / r, round_up(ceil_div(n, r), m), m, opt.allow_empty_micro_batches,
-            [&](std::size_t count) { return plan_cells(r, 1, count, budget.max_tokens, false); });
+            [&](std::size_t count) {
+                return m_cells.plan(m_units, r, 1, count, budget.max_tokens, false, m_allow_empty);
+            });
         if (micro_steps != 0) {
             // Renumber: micro-step k is step k / M, micro-batch k mod M.
-            m_layout.regroup(micro_batches);
+            m_cells.layout().regroup(micro_batches);
             const std::size_t steps = (micro_steps + micro_batches - 1) / micro_batches;
             token_plan_summary s = summary_of(r, steps, micro_batches, bound, tokens);
             s.micro_steps = micro_steps;
@@ -621,31 +469,7 @@ private:
 
     detail::tokens::token_records m_records;
     detail::tokens::token_units m_units;
-    std::vector<std::uint32_t> m_order;     // units, dearest first
-    std::vector<std::uint32_t> m_by_cost;   // a stream window's records that fit, dearest first
-    std::vector<std::uint32_t> m_prefix;    // those of a prefix
-    std::vector<std::uint32_t> m_by_tokens; // the units by tokens, when not by cost
-    static constexpr std::size_t not_packed = ~std::size_t{0};
-    std::size_t m_last_packed = not_packed; // the prefix of packs()'s last deal, if it packed
-    std::vector<std::uint64_t> m_words;     // sort words
-    detail::plan::word_sort m_word_sort;
-    std::vector<std::uint32_t> m_cell_of; // by unit: its cell in the plan kept
-    detail::tokens::cell_packer m_packer;
-    detail::tokens::rank_group_dealer m_rank_groups;
-    detail::tokens::first_fit_packer m_first_fit;
-    detail::tokens::cell_leveller m_leveller;
-    detail::tokens::micro_layout m_layout;
-    detail::tokens::micro_layout m_alt_layout;
-    // The search where the greedy deals miss: plans of up to this many units, and at most this
-    // many placements a count (exact on tight plans of tens of records; a few ms at most).
-    static constexpr std::size_t search_records = 256;
-    static constexpr std::size_t search_budget = 100000;
-    detail::tokens::search_packer m_search;
-    // Balance won back after a packing for tokens: plans of up to this many cells, 2 rounds a
-    // cell (each O(C) plus the dearest cell's records times its partners').
-    static constexpr std::size_t rebalance_cells = 8192;
-    detail::tokens::cell_rebalancer m_rebalancer;
-    bool m_deal_steps = true;              // false where groups bind their records to a step
+    detail::tokens::cell_planner m_cells;
     bool m_allow_empty = false;            // this count's deals may leave cells empty (padding)
     std::vector<std::uint8_t> m_cell_used; // by (step, micro, rank): whether a record is in it
     std::vector<detail::tokens::micro_step_tally> m_tally; // by micro-step

@@ -4,6 +4,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/cost_check.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/caps/cap_kinds.hpp>
 #include <bcl/detail/rounds/round_policy.hpp>
@@ -34,7 +35,7 @@ inline void check_cap_and_budget(const options& opt) {
     if (cap.action != cap_action::clip && cap.action != cap_action::truncate)
         throw error("bcl::options::cap.action has no such action (" +
                     std::to_string(static_cast<int>(cap.action)) + ")");
-    if (!(opt.mean_cost >= 0.0 && opt.mean_cost <= max_estimate))
+    if (!valid_cost(opt.mean_cost))
         throw error("bcl::options::mean_cost must be >= 0 and at most bcl::max_estimate (got " +
                     std::to_string(opt.mean_cost) + ")");
     if (!(opt.memory_budget >= 0.0 && opt.memory_budget < HUGE_VAL))

@@ -2,11 +2,15 @@
 // Token-budget micro-batches for Python: bcl.plan_micro_batches (one held batch, or K of them,
 // planned by bcl::token_planner::plan_held) and the token mode of
 // bcl.DistributedBalancedBatchSampler (an epoch's order planned by bcl::token_epoch_planner, one
-// rank's micro-batches handed out one at a time). The Python side has checked every input
-// (lengths as integers, costs as valid numbers, the shape): what reaches here is only laid out.
+// rank's micro-batches handed out one at a time). The Python side has converted every input
+// (lengths as integers, costs as numbers) and checked what only it can name (a group by its id,
+// an argument of 0); the tables and the settings are checked here, by the library's own checks
+// (check_token_input), in words that name the Python arguments.
 
 #include "cost_table.hpp"
 
+#include <bcl/detail/tokens/token_records.hpp>
+#include <bcl/token_budget.hpp>
 #include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
 
@@ -18,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bcl_python {
@@ -49,11 +54,55 @@ template <class T, int Flags>
     return a ? span_of(*a) : std::span<const T>();
 }
 
+/// The values of `a`, or none.
+template <class T, int Flags>
+[[nodiscard]] std::optional<std::span<const T>>
+optional_span(const std::optional<py::array_t<T, Flags>>& a) {
+    return a ? std::optional<std::span<const T>>(span_of(*a)) : std::nullopt;
+}
+
 /// A micro-batch as a list of ints.
 [[nodiscard]] inline py::list int_list(std::span<const std::int64_t> values) {
     py::list out(values.size());
     for (std::size_t k = 0; k < values.size(); ++k) out[k] = py::int_(values[k]);
     return out;
+}
+
+/// Checks a token plan's input before anything is planned, by the library's checks, in words
+/// that name the Python arguments: the settings (bcl::check_token_budget; check_token_window
+/// where `micro_batches` is given, a stream's window of M micro-batches a step; none for a held
+/// plan, whose count the plan finds; check_token_options), costs of another length than the
+/// lengths, each length (bcl::detail::tokens::checked_length, naming `what` and its index:
+/// "record 7", "dataset index 7", and oversized='alone' where that would plan it) and each cost
+/// (naming costs[i]). Throws bcl::error prefixed with `who`. O(n).
+inline void check_token_input(std::span<const std::uint64_t> tokens,
+                              std::optional<std::span<const double>> costs,
+                              const bcl::token_budget& budget, std::size_t steps,
+                              std::optional<std::size_t> micro_batches,
+                              const bcl::token_plan_options& opt, std::string_view what,
+                              std::string_view who) {
+    bcl::check_token_budget(budget, steps, who);
+    if (micro_batches) bcl::check_token_window(budget, *micro_batches, steps, who);
+    bcl::check_token_options(opt, budget, who);
+    const std::size_t n = tokens.size();
+    if (costs && costs->size() != n)
+        throw bcl::error(std::string(who) + ": costs has " + std::to_string(costs->size()) +
+                         " entries but lengths has " + std::to_string(n) + "; give one per " +
+                         std::string(what));
+    try {
+        for (std::size_t i = 0; i < n; ++i)
+            (void)bcl::detail::tokens::checked_length(tokens[i], i, what, budget.max_tokens,
+                                                      opt.oversized_alone, opt.pad_to_multiple_of,
+                                                      who);
+    } catch (const bcl::error& e) {
+        if (opt.oversized_alone) throw;
+        throw bcl::error(std::string(e.what()) + " (oversized='alone')");
+    }
+    if (costs)
+        for (std::size_t i = 0; i < n; ++i)
+            if (!acceptable((*costs)[i])) [[unlikely]]
+                check_estimate(std::string(who) + ": costs[" + std::to_string(i) + "]",
+                               (*costs)[i]);
 }
 
 /// The figures of a token plan, costs in cost units.
@@ -80,7 +129,7 @@ template <class T, int Flags>
     return d;
 }
 
-/// bcl.plan_micro_batches: (each rank's K*M micro-batches, step after step, each in input
+/// bcl.plan_micro_batches: (each rank's micro-batches, step after step, each in input
 /// order; the plan's summary). The planning runs without the GIL.
 [[nodiscard]] inline py::tuple
 plan_micro_batches(const token_array& tokens, const std::optional<value_array>& costs,
@@ -89,14 +138,15 @@ plan_micro_batches(const token_array& tokens, const std::optional<value_array>& 
                    std::uint64_t pad_to_multiple_of) {
     const std::span<const std::uint64_t> t = span_of(tokens);
     std::vector<bcl::micro_slot> slots(t.size());
+    const bcl::token_plan_options opt =
+        token_options(oversized_alone, group_together, allow_empty, pad_to_multiple_of);
     bcl::token_plan_summary s;
     {
         py::gil_scoped_release unlocked;
+        constexpr std::string_view who = "bcl.plan_micro_batches";
+        check_token_input(t, optional_span(costs), budget, steps, std::nullopt, opt, "record", who);
         bcl::token_planner planner;
-        s = planner.plan_held(
-            t, span_of(costs), span_of(groups), budget, steps,
-            token_options(oversized_alone, group_together, allow_empty, pad_to_multiple_of), slots,
-            "bcl.plan_micro_batches");
+        s = planner.plan_held(t, span_of(costs), span_of(groups), budget, steps, opt, slots, who);
     }
     const std::size_t cells = s.micro_steps;
     std::vector<std::vector<std::vector<std::int64_t>>> out(
@@ -115,9 +165,9 @@ plan_micro_batches(const token_array& tokens, const std::optional<value_array>& 
 class token_epoch {
 public:
     /// Plans the epoch whose global order is `order` (a permutation of the dataset's indices)
-    /// over `tokens` (and `costs`, or none for the default cost), by dataset index. The Python
-    /// side has checked the tables and the shape, so that the one way left for the plan to fail
-    /// is the epoch's tail (below).
+    /// over `tokens` (and `costs`, or none for the default cost), by dataset index. The sampler
+    /// checked the tables and the shape when it was built (check_token_input), so that the one
+    /// way left for the plan to fail is the epoch's tail (below), or a table edited since.
     token_epoch(const token_array& tokens, const std::optional<value_array>& costs,
                 const index_array& order, const bcl::token_budget& budget,
                 std::size_t micro_batches, std::size_t lookahead, std::size_t rank,
@@ -184,6 +234,22 @@ inline void define_token_plans(py::module_& m) {
                      .ranks = ranks, .max_tokens = max_tokens, .multiple_of = multiple_of};
              }),
              py::arg("ranks"), py::arg("max_tokens"), py::arg("multiple_of"));
+    m.def(
+        "check_token_input",
+        [](const token_array& tokens, const std::optional<value_array>& costs,
+           const bcl::token_budget& budget, std::size_t steps,
+           std::optional<std::size_t> micro_batches, bool oversized_alone,
+           std::uint64_t pad_to_multiple_of, const std::string& what, const std::string& who) {
+            check_token_input(span_of(tokens), optional_span(costs), budget, steps, micro_batches,
+                              token_options(oversized_alone, false, false, pad_to_multiple_of),
+                              what, who);
+        },
+        py::arg("tokens"), py::arg("costs"), py::arg("budget"), py::arg("steps"),
+        py::arg("micro_batches"), py::arg("oversized_alone"), py::arg("pad_to_multiple_of"),
+        py::arg("what"), py::arg("who"),
+        "bcl.Error for token-plan input no plan takes (check_token_input): the settings, costs "
+        "of another length, a length above max_tokens (naming `what` and its index), a bad "
+        "cost (naming costs[i]).");
     m.def("plan_micro_batches", &plan_micro_batches, py::arg("tokens"), py::arg("costs"),
           py::arg("groups"), py::arg("budget"), py::arg("steps"), py::arg("oversized_alone"),
           py::arg("group_together"), py::arg("allow_empty"), py::arg("pad_to_multiple_of"),

@@ -1,7 +1,9 @@
 """bcl.plan_micro_batches, as a specification: a held batch (or K of them) of records of known
 lengths planned into micro-batches of at most T tokens for R ranks.
 
-The contract: every rank gets K*M micro-batches, M a multiple of m; none is empty; every
+The contract: every rank gets as many micro-batches, step s the same count on every rank (a
+multiple of m, at least m; K steps pooled differ by at most m, the first ones holding more); none
+is empty; every
 micro-batch holds at most T tokens, but a record above T with oversized="alone", alone in its
 micro-batch; every record exactly once; a group's records on one rank and in one step (and in one
 micro-batch with group_together); the same plan for the same input. Against brute force on tiny
@@ -32,11 +34,19 @@ def check_contract(plan, lengths, ranks, max_tokens, multiple_of=1, lookahead=1,
     """Every promise of plan_micro_batches, from the plan alone (and its summary's shape)."""
     lengths = np.asarray(lengths, dtype=np.int64)
     summary = plan.summary
-    m_per_step = summary["micro_batches"]
+    per_step = summary["step_micro_batches"]
     assert len(plan) == ranks
-    assert {len(p) for p in plan} == {lookahead * m_per_step}  # equal counts on every rank
-    assert summary["steps"] == lookahead and summary["micro_steps"] == lookahead * m_per_step
-    assert m_per_step % multiple_of == 0 and m_per_step >= 1
+    assert summary["steps"] == lookahead == len(per_step)
+    assert {len(p) for p in plan} == {summary["micro_steps"]} == {sum(per_step)}  # every rank
+    assert summary["micro_batches"] == max(per_step)
+    assert all(c % multiple_of == 0 and c >= multiple_of for c in per_step)
+    assert per_step == sorted(per_step, reverse=True) and per_step[0] - per_step[-1] <= multiple_of
+    if groups is not None and not together:
+        assert len(set(per_step)) == 1  # a group kept to a rank and step: one count every step
+    step_of = [s for s, count in enumerate(per_step) for _ in range(count)]
+    for r in range(ranks):
+        assert [len(step) for step in plan.steps(r)] == per_step
+        assert [b for step in plan.steps(r) for b in step] == plan[r]
     for rank in plan:
         for batch in rank:
             assert batch and batch == sorted(batch)  # none empty, in input order
@@ -49,7 +59,7 @@ def check_contract(plan, lengths, ranks, max_tokens, multiple_of=1, lookahead=1,
         for r, rank in enumerate(plan):
             for j, batch in enumerate(rank):
                 for i in batch:
-                    place = (r, j) if together else (r, j // m_per_step)
+                    place = (r, j) if together else (r, step_of[j])
                     assert where.setdefault(groups[i], place) == place, (groups[i], place)
     oversized = int((lengths > max_tokens).sum())
     assert summary["oversized"] == oversized and summary["records"] == len(lengths)
@@ -164,7 +174,8 @@ def test_a_record_above_the_budget_has_a_micro_batch_of_its_own_when_allowed():
     check_contract(plan, lengths, 2, 100, alone=True)
     alone = [batch for rank in plan for batch in rank if 1 in batch or 4 in batch]
     assert sorted(alone) == [[1], [4]]  # records of no tokens do not join them
-    with pytest.raises(bcl.Error, match=r"lengths\[1\] is 5000, above max_tokens \(100\)"):
+    with pytest.raises(bcl.Error, match=r"record 1 has 5000 tokens, above max_tokens \(100\); .* "
+                                        r"\(oversized='alone'\)"):
         bcl.plan_micro_batches(lengths, 2, 100)
 
 
@@ -175,12 +186,51 @@ def test_records_of_no_cost_still_fill_every_micro_batch():
     check_contract(plan, [0] * 8, 2, 10, lookahead=2)
 
 
-def test_k_held_batches_planned_together_give_every_step_the_same_m():
+def pooled_counts(micro_steps, steps, multiple_of):
+    """The documented deal of C pooled micro-steps to K steps: C/K rounded down to a multiple of
+    m each, the first steps m more until all C are dealt."""
+    chunks, extra = divmod(micro_steps // multiple_of, steps)
+    return [(chunks + (s < extra)) * multiple_of for s in range(steps)]
+
+
+def test_k_held_batches_planned_together_give_each_step_its_own_count_within_m():
+    rng = np.random.default_rng(8)
+    for seed in range(150):
+        ranks, m, k = int(rng.integers(1, 9)), int(rng.integers(1, 4)), int(rng.integers(2, 6))
+        n = ranks * m * k * int(rng.integers(1, 12))
+        lengths = np.random.default_rng(seed).integers(0, T + 1, n)
+        padding = "empty" if seed % 5 == 0 else "error"
+        plan = bcl.plan_micro_batches(lengths, ranks, T, multiple_of=m, lookahead=k,
+                                      padding=padding)  # fmt: skip
+        s = plan.summary
+        counts = s["step_micro_batches"]
+        assert len(counts) == k and sum(counts) == s["micro_steps"], seed
+        assert all(c % m == 0 and c >= m for c in counts), seed
+        assert max(counts) - min(counts) <= m and max(counts) == s["micro_batches"], seed
+        assert counts == pooled_counts(s["micro_steps"], k, m), seed
+        for r in range(ranks):  # every rank's step s holds as many
+            assert [len(step) for step in plan.steps(r)] == counts, seed
+        flat = sorted(i for rank in plan for batch in rank for i in batch)
+        assert flat == list(range(n)), seed  # every index once
+        empty = sum(1 for rank in plan for batch in rank if not batch)
+        assert empty == s["padding_micro_batches"], seed
+
+
+def test_k_pooled_steps_need_fewer_micro_steps_than_any_plan_of_one_count_for_every_step():
+    # 256 records on R = 4 ranks, m = 2, K = 4 held batches. The tokens need at least
+    # ceil(tokens / (R*T)) micro-steps; a plan giving every step the same count M (a multiple
+    # of m) needs K*M of at least that. The pooled plan's micro-steps are a multiple of m only.
     lengths = np.random.default_rng(4).integers(50, 4000, 256)
-    plan = bcl.plan_micro_batches(lengths, 4, T, lookahead=4, multiple_of=2)
-    check_contract(plan, lengths, 4, T, 2, 4)
-    m = plan.summary["micro_batches"]
-    assert all(len(rank) == 4 * m for rank in plan)
+    ranks, m, k = 4, 2, 4
+    plan = bcl.plan_micro_batches(lengths, ranks, T, lookahead=k, multiple_of=m)
+    check_contract(plan, lengths, ranks, T, m, k)
+    bound = math.ceil(int(lengths.sum()) / (ranks * T))
+    one_count = k * (math.ceil(math.ceil(bound / k) / m) * m)
+    s = plan.summary
+    assert s["micro_steps_bound"] == bound
+    assert bound <= s["micro_steps"] < one_count
+    assert s["step_micro_batches"] == pooled_counts(s["micro_steps"], k, m)
+    assert len(set(s["step_micro_batches"])) > 1  # steps of their own counts
 
 
 def test_the_same_input_gives_the_same_plan_and_digest():
@@ -270,27 +320,29 @@ def split_group(blocks, groups):
 
 def brute_force(lengths, ranks, max_tokens, multiple_of, lookahead, groups, together, alone):
     """(the fewest micro-steps of any plan, {micro-steps: the best objective of a plan without
-    groups}), or (None, {}) when no plan exists."""
+    groups}), or (None, {}) when no plan exists. K steps pooled (no groups, or groups together)
+    may hold any multiple of m micro-steps, at least m a step (each step its own count); groups
+    kept to a rank need the same count M, a multiple of m, in every step: K*M."""
     costs = default_cost(lengths)
     fewest, best = None, {}
     n = len(lengths)
-    m = multiple_of
-    while ranks * lookahead * m <= n:
-        cells = ranks * lookahead * m
-        for blocks in partitions(n, cells):
+    by_rank = groups is not None and not together
+    micro_steps = lookahead * multiple_of
+    while ranks * micro_steps <= n:
+        for blocks in partitions(n, ranks * micro_steps):
             if not cells_fit(blocks, lengths, max_tokens, alone):
                 continue
-            if groups is not None:
-                if together and split_group(blocks, groups):
-                    continue
-                if not together and not bins_fit(blocks, groups, ranks * lookahead, m):
-                    continue
-            fewest = lookahead * m if fewest is None else fewest
+            if together and split_group(blocks, groups):
+                continue
+            if by_rank and not bins_fit(blocks, groups, ranks * lookahead,
+                                        micro_steps // lookahead):  # fmt: skip
+                continue
+            fewest = micro_steps if fewest is None else fewest
             if groups is None:
                 loads = sorted((costs[b].sum() for b in blocks), reverse=True)
                 value = sum(loads[::ranks])  # cut, dearest first, into micro-steps of R
-                best[lookahead * m] = min(best.get(lookahead * m, value), value)
-        m += multiple_of
+                best[micro_steps] = min(best.get(micro_steps, value), value)
+        micro_steps += lookahead * multiple_of if by_rank else multiple_of
     return fewest, best
 
 
@@ -370,8 +422,9 @@ def test_a_plan_is_found_whenever_one_exists_and_no_plan_beats_its_bounds(case):
         (dict(costs=[1.0, float("nan"), 3.0, 4.0]), r"costs\[1\] is nan"),
         (dict(costs=[1.0, -2.0, 3.0, 4.0]), r"costs\[1\] is -2"),
         (dict(costs=[1.0, "2", 3.0, 4.0]), r"costs\[1\] is '2', not a real number"),
-        (dict(lengths=[5, 1, 3000, 4]), r"lengths\[2\] is 3000, above max_tokens \(1000\)"),
-        (dict(lengths=[5, 1, 2**31 + 1, 4], oversized="alone"), r"lengths\[2\] .* above 2\^31"),
+        (dict(lengths=[5, 1, 3000, 4]), r"record 2 has 3000 tokens, above max_tokens \(1000\)"),
+        (dict(lengths=[5, 1, 2**31 + 1, 4], oversized="alone"),
+         r"record 2 has 2147483649 tokens, .* no record may have more than 2\^31"),
         (dict(max_tokens=0), "max_tokens must be at least 1 (got 0)"),
         (dict(max_tokens=2**31 + 1), "max_tokens is 2147483649, above 2^31"),
         (dict(max_tokens=1000.0), "max_tokens must be an integer"),
@@ -387,16 +440,20 @@ def test_a_plan_is_found_whenever_one_exists_and_no_plan_beats_its_bounds(case):
         (dict(group_together=True), "group_together=True keeps groups in one micro-batch: pass"),
         (dict(groups=["a", "a", "b", "b"], group_together=True, lengths=[600, 500, 1, 1]),
          r"the group of groups\[0\] \('a'\) has 1100 tokens, above max_tokens \(1000\)"),
+        (dict(groups=["a", "a", "b", "b"], group_together=True, lengths=[500, 490, 1, 1],
+              pad_to_multiple_of=16),  # 512 + 496 tokens, as the plan counts them
+         r"the group of groups\[0\] \('a'\) has 1008 tokens, above max_tokens \(1000\)"),
         (dict(group_together=1, groups=[1, 1, 2, 2]), "group_together must be True or False"),
         (dict(num_ranks=5), r"allow_empty_micro_batches \(Python: padding=\"empty\"\)"),
         (dict(padding="pad"), "padding must be one of 'error', 'empty'"),
         (dict(padding="repeat"), "padding must be one of 'error', 'empty'"),
-        (dict(pad_to_multiple_of=0), "pad_to_multiple_of must be at least 1"),
+        (dict(pad_to_multiple_of=0), "pad_to_multiple_of is 0; it must be at least 1"),
         (dict(pad_to_multiple_of=-1),
          r"pad_to_multiple_of must be a non-negative integer \(got -1\)"),
-        (dict(pad_to_multiple_of=1001), r"pad_to_multiple_of is 1001, above max_tokens"),
+        (dict(pad_to_multiple_of=1001),
+         r"pad_to_multiple_of is 1001; it must be at least 1 and at most max_tokens \(1000\)"),
         (dict(lengths=[5, 1, 999, 4], pad_to_multiple_of=16),
-         r"lengths\[2\] is 999 \(1008 padded to a multiple of 16\), above max_tokens"),
+         r"record 2 has 999 tokens \(1008 padded to a multiple of 16\), above max_tokens"),
     ],
 )  # fmt: skip
 def test_bad_input_is_an_error_naming_the_argument_and_the_index(arguments, words):

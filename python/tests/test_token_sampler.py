@@ -176,8 +176,8 @@ def test_pad_to_multiple_of_counts_each_length_rounded_up_and_is_a_setting_of_th
     plain = sampler(lengths, 1, 0, max_tokens=16, micro_batches=1, lookahead=1, shuffle=False)
     with pytest.raises(bcl.Error, match="pad_to_multiple_of"):
         plain.load_state_dict(state)
-    with pytest.raises(bcl.Error, match=r"lengths\[2\] is 9 \(12 padded to a multiple of 4\), "
-                                        r"above max_tokens \(10\)"):
+    with pytest.raises(bcl.Error, match=r"dataset index 2 has 9 tokens \(12 padded to a multiple "
+                                        r"of 4\), above max_tokens \(10\)"):
         sampler(lengths, 1, 0, max_tokens=10, micro_batches=1, pad_to_multiple_of=4)
 
 
@@ -392,11 +392,13 @@ def test_a_state_of_other_lengths_or_of_fixed_batches_is_refused_naming_why():
         (dict(batch_size=8), "batch_size is 8, but with max_tokens"),
         (dict(lengths=None), "max_tokens= needs lengths="),
         (dict(micro_batches=None), "max_tokens= needs micro_batches="),
-        (dict(micro_batches=3, multiple_of=2), "micro_batches is 3, not a multiple of"),
-        (dict(micro_batches=0), "micro_batches must be at least 1"),
+        (dict(micro_batches=3, multiple_of=2),
+         r"micro_batches is 3; it must be a positive multiple of multiple_of \(2\)"),
+        (dict(micro_batches=0), "micro_batches is 0; it must be a positive multiple of"),
         (dict(max_tokens=0), r"max_tokens must be at least 1 \(got 0\)"),
         (dict(max_tokens=2**31 + 1), r"above 2\^31"),
-        (dict(max_tokens=500), r"lengths\[1\] is 900, above max_tokens \(500\)"),
+        (dict(max_tokens=500), r"dataset index 1 has 900 tokens, above max_tokens \(500\); .* "
+                               r"\(oversized='alone'\)"),
         (dict(lengths=[100, 900.0, 30, 40]), r"lengths\[1\] is 900.0, not an integer"),
         (dict(lengths=np.array([100, -9, 30, 40])), r"lengths\[1\] is -9, negative"),
         (dict(lengths=lambda i: 100), "must be whole tables"),
@@ -408,10 +410,11 @@ def test_a_state_of_other_lengths_or_of_fixed_batches_is_refused_naming_why():
         (dict(oversized="drop"), "oversized must be 'error' or 'alone'"),
         (dict(padding="zeros"), "padding must be one of 'repeat', 'empty', 'error'"),
         (dict(padding=None), "padding must be one of"),
-        (dict(pad_to_multiple_of=0), "pad_to_multiple_of must be at least 1"),
+        (dict(pad_to_multiple_of=0), "pad_to_multiple_of is 0; it must be at least 1"),
         (dict(pad_to_multiple_of=-2),
          r"pad_to_multiple_of must be a non-negative integer \(got -2\)"),
-        (dict(pad_to_multiple_of=1001), r"pad_to_multiple_of is 1001, above max_tokens \(1000\)"),
+        (dict(pad_to_multiple_of=1001),
+         r"pad_to_multiple_of is 1001; it must be at least 1 and at most max_tokens \(1000\)"),
         (dict(num_replicas=5, rank=0), "4 dataset indices cannot give one to each of"),
         (dict(micro_batches=2**29, lookahead=2**2), "micro-batches in one plan window, above"),
     ],
@@ -445,7 +448,7 @@ def test_token_arguments_without_max_tokens_are_refused(options, words):
 
 @pytest.mark.parametrize(
     "table, bad, words",
-    [("lengths", 5000, r"lengths\[41\] is 5000, above max_tokens \(1000\)"),
+    [("lengths", 5000, r"dataset index 41 has 5000 tokens, above max_tokens \(1000\)"),
      ("costs", -1.0, r"costs\[41\] is -1; it must be >= 0")],
 )  # fmt: skip
 def test_a_table_entry_edited_after_construction_is_an_error_naming_its_dataset_index(
@@ -478,5 +481,5 @@ def test_lengths_above_the_budget_are_micro_batches_of_their_own_when_allowed():
     batches, samplers = all_ranks(lengths, 4, max_tokens=16384, oversized="alone")
     check_epoch(batches, samplers, lengths, 16384, 2, alone=True)
     assert samplers[0].stats["oversized"] == 3
-    with pytest.raises(bcl.Error, match=r"lengths\[3\] is 20000, above max_tokens"):
+    with pytest.raises(bcl.Error, match=r"dataset index 3 has 20000 tokens, above max_tokens"):
         sampler(lengths, 4, 0)

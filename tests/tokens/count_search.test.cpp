@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <random>
@@ -103,5 +104,34 @@ TEST_CASE("least_count where planning is not monotone: a count that plans, no tr
         REQUIRE(plans[found]);
         for (const std::size_t c : tried)
             if (c < found) REQUIRE_FALSE(plans[c]);
+    }
+}
+
+TEST_CASE("longest_prefix finds the longest prefix that packs, within a step of 1/1024 of the "
+          "candidates, in at most 2 log2(1024) + 3 tries",
+          "[tokens][count_search]") {
+    std::mt19937_64 rng(29);
+    for (int trial = 0; trial < 2000; ++trial) {
+        const std::size_t full = 1 + rng() % 500;
+        const std::size_t fit = full + rng() % (trial % 2 == 0 ? 50 : 100000);
+        // Prefixes up to `longest` pack (0: none does, not even `full`).
+        const std::size_t longest = rng() % 5 == 0 ? 0 : full + rng() % (fit - full + 1);
+        std::size_t tries = 0;
+        const std::size_t found =
+            bcl::detail::tokens::longest_prefix(fit, full, [&](std::size_t count) {
+                ++tries;
+                REQUIRE(count >= full);
+                REQUIRE(count <= fit);
+                return longest != 0 && count <= longest;
+            });
+        CAPTURE(full, fit, longest, found, tries);
+        CHECK(tries <= 23);
+        if (longest == 0) {
+            CHECK(found == 0);
+            continue;
+        }
+        const std::size_t step = std::max<std::size_t>(1, fit / 1024);
+        CHECK(found <= longest);
+        CHECK(longest - found < step);
     }
 }

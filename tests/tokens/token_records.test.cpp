@@ -96,3 +96,19 @@ TEST_CASE("costs of another length, negative or not finite are errors naming the
     const std::vector<double> inf{1.0, std::numeric_limits<double>::infinity()};
     CHECK_THROWS_AS(read_records(tokens, inf, 10, false, "who", r), bcl::error);
 }
+
+TEST_CASE("checked_length counts a length padded and names the index where it is above T",
+          "[tokens][token_records]") {
+    using bcl::detail::tokens::checked_length;
+    CHECK(checked_length(9, 0, "record", 100, false, 8, "t") == 16);
+    CHECK(checked_length(100, 0, "record", 100, false, 1, "t") == 100);
+    CHECK(checked_length(5000, 0, "record", 100, true, 1, "t") == 5000);
+    CHECK_THROWS_WITH(checked_length(101, 7, "dataset index", 100, false, 1, "t"),
+                      "t: dataset index 7 has 101 tokens, above max_tokens (100); truncate it, or "
+                      "let such records have a micro-batch of their own");
+    CHECK_THROWS_WITH(checked_length(97, 3, "record", 100, false, 8, "t"),
+                      Catch::Matchers::Contains("record 3 has 97 tokens (104 padded to a "
+                                                "multiple of 8)"));
+    CHECK_THROWS_WITH(checked_length((std::uint64_t{1} << 31) + 1, 2, "record", 100, true, 1, "t"),
+                      Catch::Matchers::Contains("no record may have more than 2^31"));
+}

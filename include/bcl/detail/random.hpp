@@ -10,17 +10,20 @@
 
 namespace bcl::detail {
 
+/// SplitMix64's output function (its finalizer): a bijection of 64 bits in which every input bit
+/// moves about half of the output bits. The plans' digests and the generator below share it.
+[[nodiscard]] constexpr std::uint64_t mix64(std::uint64_t z) noexcept {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 /// SplitMix64 (Steele, Lea and Flood, 2014): one 64-bit word of state, passes BigCrush.
 class splitmix64 {
 public:
     explicit constexpr splitmix64(std::uint64_t seed) noexcept : m_state(seed) {}
 
-    constexpr std::uint64_t next() noexcept {
-        std::uint64_t z = (m_state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
+    constexpr std::uint64_t next() noexcept { return mix64(m_state += 0x9e3779b97f4a7c15ULL); }
 
     /// Uniform in [0, bound) for bound >= 1, by rejection so no value is favoured.
     constexpr std::uint64_t below(std::uint64_t bound) noexcept {

@@ -1,21 +1,24 @@
 """bcl.DistributedBalancedBatchSampler and bcl.plan_batches: the global plan (bcl::plan_window)
 for map-style datasets, where every rank sees the whole epoch's order and cost table; in batches
-of B indices, or (with max_tokens=) in micro-batches of at most T tokens (_tokens.TokenShape)."""
+of B indices (_fixed.FixedShape), or (with max_tokens=) in micro-batches of at most T tokens
+(_tokens.TokenShape). The sampler chooses its shape once, at construction; the epoch's order,
+the passes, the digest check and the state are its own, the same for either shape."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Protocol, Union
 
 import numpy as np
 
 from . import _core
 from . import _inputs as inputs
 from ._core import Error
+from ._fixed import FixedShape
 from ._protocol import StatefulBatchSampler
 from ._state import Reader
 from ._tokens import TokenShape
 
-STATE_FORMAT = "bcl.DistributedBalancedBatchSampler/2"
+STATE_FORMAT = FixedShape.format
 # Format 1's checksum did not cover the settings.
 _EARLIER_FORMATS = ("bcl.DistributedBalancedBatchSampler/1",)
 _WHO = "bcl.DistributedBalancedBatchSampler"
@@ -74,6 +77,25 @@ def _only_defaults(arguments: tuple, why: str) -> None:
     for name, value, default in arguments:
         if _departs(value, default):
             raise Error(f"{_WHO}: " + why.format(name=name, value=value))
+
+
+class _Shape(Protocol):
+    """What the sampler asks of its batch shape (FixedShape, TokenShape), each checking its own
+    arguments when built."""
+
+    format: str  # the state format of a sampler of this shape
+    unit: str  # what a pass hands out, for the messages ("batches")
+    tables: str  # what the plan depends on besides the order, for the messages ("costs")
+    batch_size: Optional[int]  # B, or None where a batch holds what fits
+
+    @property
+    def dataset_size(self) -> int: ...
+
+    def settings(self) -> dict: ...  # the shape's settings in a state
+
+    def epoch_length(self, planned: Callable[[], Any]) -> int: ...  # this rank's batches
+
+    def plan(self, order: np.ndarray, rank: int) -> Any: ...  # this rank's share of an epoch
 
 
 class _Pass:
@@ -236,7 +258,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         self.seed = inputs.counter("seed", seed)
         self.drop_last = inputs.flag("drop_last", drop_last)
         self._check_digest = inputs.flag("check_digest", check_digest)
-        self._tokens: Optional[TokenShape] = None
+        self._shape: _Shape
         if max_tokens is None:
             _only_defaults(
                 (("micro_batches", micro_batches, None), ("lengths", lengths, None),
@@ -245,7 +267,10 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
                 "{name}= is for token-budget micro-batches: pass max_tokens= too (or leave it "
                 "out for batches of batch_size)",
             )  # fmt: skip
-            self._fixed_batches(costs, batch_size, batching, cap, level_steps)
+            self._shape = FixedShape(
+                _WHO, costs, batch_size, self.num_replicas, self.lookahead, self.drop_last,
+                batching, cap, level_steps,
+            )  # fmt: skip
         else:
             if batch_size is not None:
                 raise Error(
@@ -258,13 +283,13 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
                 "{name}={value!r} is for batches of batch_size; with max_tokens every record is "
                 "planned, packed, at its own cost (leave it out)",
             )  # fmt: skip
-            self.batch_size: Optional[int] = None
-            self._tokens = TokenShape(
+            self._shape = TokenShape(
                 _WHO, lengths, costs, self.num_replicas, self.lookahead, max_tokens,
                 micro_batches, multiple_of, oversized, padding, pad_to_multiple_of,
             )  # fmt: skip
-            self.dataset_size = self._tokens.dataset_size
-            self._format = TokenShape.format
+        self.batch_size = self._shape.batch_size
+        self.dataset_size = self._shape.dataset_size
+        self._format = self._shape.format
         self.process_group = process_group
         if self._check_digest:
             _digest_group(process_group, self.num_replicas)  # refused now rather than at next()
@@ -272,50 +297,13 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         self._planned_epoch: Optional[tuple] = None  # (epoch, its plan): the last planned
         self._keep_arguments(arguments)
 
-    def _fixed_batches(
-        self, costs: Any, batch_size: Any, batching: Any, cap: Any, level_steps: Any
-    ) -> None:
-        """Checks and keeps the settings of batches of batch_size indices."""
-        if batch_size is None:
-            raise Error(
-                f"{_WHO}: batch_size is needed (or max_tokens= and micro_batches= for "
-                "token-budget micro-batches)"
-            )
-        self.batch_size = inputs.whole("batch_size", batch_size)
-        if self.batch_size == 0:
-            raise Error(f"{_WHO}: batch_size and lookahead must be at least 1")
-        window = self.num_replicas * self.lookahead * self.batch_size
-        if window > _core.max_plan_records:
-            raise Error(
-                f"{_WHO}: num_replicas * lookahead * batch_size = {self.num_replicas} * "
-                f"{self.lookahead} * {self.batch_size} = {window} records in one plan window, "
-                f"above the {_core.max_plan_records} a window may hold; lower lookahead or "
-                "batch_size"
-            )
-        self._batching = inputs.enum_value(_core.batch_cost, "batching", batching)
-        self._level_steps = inputs.flag("level_steps", level_steps)
-        if costs is None:
-            raise Error(f"{_WHO}: costs is needed, the estimated cost of each dataset index")
-        if inputs.is_lookup(costs):
-            raise Error(
-                f"{_WHO}: costs must be the whole table (a sequence, array or tensor): every "
-                "rank plans every rank's indices"
-            )
-        table = inputs.real_array("costs", costs)
-        self._table = _core.cost_table(table, None)  # checks every cost
-        self._cap = inputs.table_cap(cap, table)
-        self.dataset_size = len(table)
-
     # -- the epoch -----------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        if self._tokens is not None:
-            # The micro-batches of the epoch the next iterator hands out: a loaded state's, else
-            # the epoch set_epoch() named; planned once, when first asked.
-            epoch = self._resume.epoch if self._resume is not None else self.epoch
-            return int(self._planned(epoch).batches)
-        return int(_core.epoch_batches(self.dataset_size, self.num_replicas, self.batch_size,
-                                       self.drop_last))  # fmt: skip
+        # The batches of the epoch the next iterator hands out: a loaded state's, else the epoch
+        # set_epoch() named; planned once, when first asked, where the count depends on it.
+        epoch = self._resume.epoch if self._resume is not None else self.epoch
+        return self._shape.epoch_length(lambda: self._planned(epoch))
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration plans (as DistributedSampler.set_epoch); in [0, 2^63).
@@ -342,14 +330,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         """The plan of `epoch`, kept for the passes after the first (plans are immutable)."""
         if self._planned_epoch is not None and self._planned_epoch[0] == epoch:
             return self._planned_epoch[1]
-        if self._tokens is not None:
-            plan = self._tokens.plan(self._order(epoch), self.rank)
-        else:
-            plan = _core.global_epoch(
-                self._table, self._order(epoch), self.num_replicas, self.lookahead,
-                self.batch_size, self.rank, self._batching, self._cap, self._level_steps,
-                self.drop_last,
-            )  # fmt: skip
+        plan = self._shape.plan(self._order(epoch), self.rank)
         self._planned_epoch = (epoch, plan)
         return plan
 
@@ -406,12 +387,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             "rank": self.rank, "lookahead": self.lookahead, "shuffle": self.shuffle,
             "seed": self.seed,
         }  # fmt: skip
-        if self._tokens is not None:
-            return dict(common, **self._tokens.settings())
-        return dict(
-            common, batch_size=self.batch_size, drop_last=self.drop_last,
-            batching=str(self._batching.name), cap=self._cap, level_steps=self._level_steps,
-        )  # fmt: skip
+        return dict(common, **self._shape.settings())
 
     def _fields(self, cursor: Optional[_Pass], position: int, ended: bool) -> dict:
         """The pass's epoch, its batches taken and its plan's digest; or, with no pass, an ended
@@ -442,11 +418,10 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             if f"{plan.digest:016x}" != saved:
                 raise Error(
                     f"{_WHO}: the state's digest does not match this sampler's plan of epoch "
-                    f"{epoch}: the {'costs' if self._tokens is None else 'lengths or costs'} "
-                    "differ from when it was saved"
+                    f"{epoch}: the {self._shape.tables} differ from when it was saved"
                 )
             if position > plan.batches:
-                unit = "batches" if self._tokens is None else TokenShape.unit
+                unit = self._shape.unit
                 raise read.error("position", f"is {position}, past the {plan.batches} {unit}")
             resume = _Pass(epoch, plan, position)
         elif position != 0:

@@ -8,7 +8,7 @@ micro-batches up in the same micro-steps, so a micro-step's slowest rank waits l
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -16,12 +16,14 @@ from . import _core
 from . import _inputs as inputs
 from ._core import Error
 
-#: The most tokens a micro-batch's budget, and a record, may hold (bcl::token_budget::max_tokens).
-MAX_TOKENS = 1 << 31
-
 #: What ``oversized=`` takes: "error" refuses a record above max_tokens, "alone" gives it a
 #: micro-batch of its own (bcl::token_plan_options::oversized_alone).
 OVERSIZED = ("error", "alone")
+
+# Only what the C++ checks (_core.check_token_input: bcl::check_token_budget, check_token_window,
+# check_token_options, bcl::detail::tokens::checked_length, the costs) cannot say in the Python
+# arguments' words is checked here: an argument of 0 (the C++ check names R, T, m and K together,
+# as ranks and steps), the spelling of an option, and a group by its id.
 
 
 def positive(who: str, name: str, value: Any) -> int:
@@ -38,14 +40,6 @@ def oversized_alone(who: str, oversized: Any) -> bool:
     return oversized == "alone"
 
 
-def budget_tokens(who: str, max_tokens: Any) -> int:
-    """T: an integer in [1, 2^31]."""
-    t = positive(who, "max_tokens", max_tokens)
-    if t > MAX_TOKENS:
-        raise Error(f"{who}: max_tokens is {t}, above 2^31, the most a micro-batch may hold")
-    return t
-
-
 PADDINGS = ("error", "empty")
 
 
@@ -57,61 +51,17 @@ def padding_option(who: str, padding: Any, choices: tuple = PADDINGS) -> str:
     return padding
 
 
-def pad_multiple(who: str, value: Any, max_tokens: int) -> int:
-    """pad_to_multiple_of: an integer in [1, max_tokens]."""
-    k = positive(who, "pad_to_multiple_of", value)
-    if k > max_tokens:
-        raise Error(
-            f"{who}: pad_to_multiple_of is {k}, above max_tokens ({max_tokens}); it must be at "
-            "most max_tokens"
-        )
-    return k
-
-
-def check_fit(
-    who: str, tokens: np.ndarray, max_tokens: int, alone: bool, multiple: int = 1
-) -> None:
-    """bcl.Error naming the index of the first length above max_tokens, each counted as rounded
-    up to a multiple of `multiple` (with `alone`, above 2^31, the most a record may hold)."""
-    limit = MAX_TOKENS if alone else max_tokens
-    above = np.flatnonzero(tokens > limit)
-    if len(above) == 0 and multiple > 1 and not alone:
-        # Every length is at most T (2^31): rounding it up cannot overflow.
-        above = np.flatnonzero((tokens + (multiple - 1)) // multiple * multiple > limit)
-    if len(above) == 0:
-        return
-    i = int(above[0])
-    if alone:
-        raise Error(f"{who}: lengths[{i}] is {int(tokens[i])}, above 2^31, the most a record holds")
-    length = int(tokens[i])
-    padded = -(-length // multiple) * multiple
-    shown = f"{length}"
-    if padded != length:
-        shown += f" ({padded} padded to a multiple of {multiple})"
-    raise Error(
-        f"{who}: lengths[{i}] is {shown}, above max_tokens ({max_tokens}); truncate it, or pass "
-        "oversized='alone' to give such a record a micro-batch of its own"
-    )
-
-
-def cost_array(who: str, costs: Any, n: int) -> Optional[np.ndarray]:
-    """None (the default cost, L + L^2/24576), or one valid cost per record as float64, checked
-    whole (bcl.Error naming the index of a bad one, or the lengths that differ)."""
-    if costs is None:
-        return None
-    table = inputs.real_array("costs", costs)
-    if len(table) != n:
-        raise Error(
-            f"{who}: costs has {len(table)} entries but lengths has {n}; give one per record"
-        )
-    _core.cost_table(table, None)  # every cost checked, each error naming its index
-    return table
+def cost_values(costs: Any) -> Optional[np.ndarray]:
+    """None (the default cost, L + L^2/24576), or the costs as float64 values (their count and
+    range are checked in C++, with the lengths)."""
+    return None if costs is None else inputs.real_array("costs", costs)
 
 
 class MicroBatchPlan(list):
     """Each rank's micro-batches, as bcl.plan_micro_batches returns them: ``plan[rank]`` is a list
-    of micro-batches (lists of indices into ``lengths``). ``plan.summary`` is the plan's summary
-    (docs/python.md, "Token-budget micro-batches")."""
+    of micro-batches (lists of indices into ``lengths``), step after step. ``plan.summary`` is
+    the plan's summary (docs/python.md, "Token-budget micro-batches"); its
+    ``step_micro_batches`` says how many of them each step holds."""
 
     summary: dict
 
@@ -119,11 +69,27 @@ class MicroBatchPlan(list):
         super().__init__(ranks)
         self.summary = summary
 
+    def steps(self, rank: int) -> list[list[list[int]]]:
+        """Rank `rank`'s micro-batches step by step: ``plan.steps(rank)[s]`` is step s's
+        ``summary["step_micro_batches"][s]`` micro-batches (the trainer steps its optimizer
+        after each). Every rank's step s holds as many. IndexError for a rank not in the plan."""
+        batches = self[rank]
+        out, first = [], 0
+        for count in self.summary["step_micro_batches"]:
+            out.append(batches[first : first + count])
+            first += count
+        return out
 
-def _check_groups(who: str, tokens: np.ndarray, ids: np.ndarray, groups: Any, t: int) -> None:
-    """With group_together: bcl.Error naming the first group (by its first record) that cannot
-    share one micro-batch: its tokens exceed max_tokens, or it holds a record above max_tokens
-    (alone in its micro-batch) and others."""
+
+def _check_groups(
+    who: str, tokens: np.ndarray, ids: np.ndarray, groups: Any, t: int, pad: int
+) -> None:
+    """With group_together: bcl.Error naming the first group (by its first record, and its id as
+    given: the C++ check can only number the groups) that cannot share one micro-batch: its
+    tokens (each length counted padded to a multiple of `pad`) exceed max_tokens, or it holds a
+    record above max_tokens (alone in its micro-batch) and others. The lengths were checked
+    (check_token_input): each is at most 2^31, so padding one cannot overflow."""
+    tokens = (tokens + np.uint64(pad - 1)) // np.uint64(pad) * np.uint64(pad)
     count = int(ids.max()) + 1
     sums = np.zeros(count, dtype=np.uint64)
     np.add.at(sums, ids.astype(np.intp), np.minimum(tokens, np.uint64(t)))
@@ -156,13 +122,17 @@ def plan_micro_batches(
     most ``max_tokens`` tokens, as many on every rank.
 
     Plans the records of ``lookahead`` (K) held batches together (bcl::token_planner::plan_held):
-    every rank gets K*M micro-batches, M the smallest multiple of ``multiple_of`` with which the
-    records fit (at least the token bound), step s being micro-batches [s*M, (s+1)*M); records
-    move between the K steps and ranks. Micro-batch j of every rank runs together, and the plan
-    lines up costs across ranks so that the sum over micro-steps of the slowest rank's
-    micro-batch is small. None is empty (but with ``padding="empty"``), none holds more than
-    max_tokens tokens (but a record above it with ``oversized="alone"``, alone in its
-    micro-batch), every index appears once; the same plan on every rank and platform.
+    their micro-steps are planned as one count C, the smallest multiple of ``multiple_of`` (m)
+    with which the records fit (at least the token bound, and m a step), records moving between
+    the K steps and ranks; then dealt to the steps, each C/K rounded down to a multiple of m, the
+    first steps m more until all C are dealt (``summary["step_micro_batches"]``: 5 micro-steps in
+    K = 2 steps with m = 1 are 3 and 2; one count for every step would have needed 6). With
+    ``groups`` kept to a rank (without ``group_together``) every step holds the same count.
+    Micro-batch j of every rank runs together, and the plan lines up costs across ranks so that
+    the sum over micro-steps of the slowest rank's micro-batch is small. None is empty (but with
+    ``padding="empty"``), none holds more than max_tokens tokens (but a record above it with
+    ``oversized="alone"``, alone in its micro-batch), every index appears once; the same plan on
+    every rank and platform.
 
     Args:
         lengths: each record's tokens (integers >= 0: a sequence, array or integer tensor).
@@ -174,7 +144,7 @@ def plan_micro_batches(
             one rank and in one step (GRPO: one prompt's responses); with ``group_together``
             also in one micro-batch.
         multiple_of: m, every step's micro-batch count is a multiple of it.
-        lookahead: K, held batches planned together.
+        lookahead: K, held batches (steps) planned together.
         group_together: keep each group in one micro-batch (default False).
         oversized: "error" (default) refuses a record above max_tokens; "alone" gives it a
             micro-batch of its own.
@@ -188,13 +158,17 @@ def plan_micro_batches(
             multiple of 2 * CP); 1 (default) counts lengths as they are; at most max_tokens.
 
     Returns:
-        ``plan[rank]``, that rank's K*M micro-batches in order (each a list of indices, in
-        ascending order), a list that also carries ``plan.summary``, a dict: ``steps`` (K),
-        ``micro_batches`` (M), ``micro_steps`` (K*M), ``micro_steps_bound`` (the fewest the
-        tokens allow, ceil(tokens / (R*T))), ``records``, ``tokens``, ``oversized`` (records
-        above T), ``padding_micro_batches`` (empty ones), ``total`` (the costs' sum),
-        ``objective`` (the sum over micro-steps of the dearest micro-batch), ``heaviest``,
-        ``lower_bound`` (on the objective), ``efficiency`` (total / (R * objective)), ``digest``.
+        ``plan[rank]``, that rank's micro-batches in order, step after step (each a list of
+        indices, in ascending order; ``plan.steps(rank)`` groups them by step), a list that also
+        carries ``plan.summary``, a dict: ``steps`` (K), ``step_micro_batches`` (each step's
+        count, the same on every rank: step s is micro-batches
+        [sum(step_micro_batches[:s]), sum(step_micro_batches[:s+1])) of every rank),
+        ``micro_batches`` (the most any step holds), ``micro_steps`` (their sum, C),
+        ``micro_steps_bound`` (the fewest the tokens allow, ceil(tokens / (R*T))), ``records``,
+        ``tokens``, ``oversized`` (records above T), ``padding_micro_batches`` (empty ones),
+        ``total`` (the costs' sum), ``objective`` (the sum over micro-steps of the dearest
+        micro-batch), ``heaviest``, ``lower_bound`` (on the objective), ``efficiency`` (total /
+        (R * objective)), ``digest``.
 
     Raises:
         bcl.Error: naming the argument (and index) that is wrong: lengths that are not integers
@@ -207,16 +181,16 @@ def plan_micro_batches(
     tokens = inputs.token_counts("lengths", lengths)
     n = len(tokens)
     r = positive(who, "num_ranks", num_ranks)
-    t = budget_tokens(who, max_tokens)
+    t = positive(who, "max_tokens", max_tokens)
     m = positive(who, "multiple_of", multiple_of)
     k = positive(who, "lookahead", lookahead)
     alone = oversized_alone(who, oversized)
     together = inputs.flag("group_together", group_together)
     empty = padding_option(who, padding) == "empty"
-    pad = pad_multiple(who, pad_to_multiple_of, t)
+    pad = inputs.whole("pad_to_multiple_of", pad_to_multiple_of)
     if n == 0:
         raise Error(f"{who}: lengths is empty: no records to plan")
-    table = cost_array(who, costs, n)
+    table = cost_values(costs)
     ids = None
     if groups is not None:
         ids = inputs.group_ids("groups", groups)
@@ -224,11 +198,14 @@ def plan_micro_batches(
             raise Error(f"{who}: groups has {len(ids)} entries but lengths has {n}")
     elif together:
         raise Error(f"{who}: group_together=True keeps groups in one micro-batch: pass groups=")
-    check_fit(who, tokens, t, alone, pad)
+    budget = _core.token_budget(r, t, m)
     if together and ids is not None:
-        _check_groups(who, tokens, ids, groups, t)
+        # The records and settings first (the group sums read valid lengths), then the groups.
+        _core.check_token_input(tokens, table, budget, k, None, alone, pad, "record", who)
+        _check_groups(who, tokens, ids, groups, t, pad)
+    # The records and settings are checked again there (check_token_input), before the plan.
     ranks, summary = _core.plan_micro_batches(
-        tokens, table, ids, _core.token_budget(r, t, m), k, alone, together, empty, pad
+        tokens, table, ids, budget, k, alone, together, empty, pad
     )
     return MicroBatchPlan(list(ranks), dict(summary))
 
@@ -236,11 +213,18 @@ def plan_micro_batches(
 class TokenShape:
     """The token mode of bcl.DistributedBalancedBatchSampler: the lengths (and costs) of every
     dataset index and the budget, checked whole at construction, so that every rank refuses a
-    bad table before its first step; each epoch's order planned by bcl::token_epoch_planner."""
+    bad table before its first step; each epoch's order planned by bcl::token_epoch_planner.
+    Beside _fixed.FixedShape, with the same interface."""
 
     #: The state format of a sampler in token mode (fixed batches have their own).
     format = "bcl.DistributedBalancedBatchSampler/tokens/1"
+    #: What a pass hands out, for the messages.
     unit = "micro-batches"
+    #: What the plan's digest depends on besides the order, for the message of a state that
+    #: does not match.
+    tables = "lengths or costs"
+    #: A micro-batch holds the records that fit max_tokens: no batch size.
+    batch_size: Optional[int] = None
 
     def __init__(
         self, who: str, lengths: Any, costs: Any, num_replicas: int, lookahead: int,
@@ -258,19 +242,16 @@ class TokenShape:
         # Kept by reference where they are already uint64 and float64 (a memory-mapped table is
         # not copied): plan() checks them again if a plan fails.
         self.tokens = inputs.token_counts("lengths", lengths)
-        self.max_tokens = budget_tokens(who, max_tokens)
+        self.max_tokens = positive(who, "max_tokens", max_tokens)
         self.multiple_of = positive(who, "multiple_of", multiple_of)
         if micro_batches is None:
             raise Error(
                 f"{who}: max_tokens= needs micro_batches=, the micro-batches each rank runs in a "
                 "step (the optimizer steps once per micro_batches)"
             )
-        self.micro_batches = positive(who, "micro_batches", micro_batches)
-        if self.micro_batches % self.multiple_of != 0:
-            raise Error(
-                f"{who}: micro_batches is {self.micro_batches}, not a multiple of multiple_of "
-                f"({self.multiple_of})"
-            )
+        self.micro_batches = inputs.whole("micro_batches", micro_batches)
+        # In the users' words, as fixed batches say it (check_token_window refuses it again,
+        # naming ranks and steps).
         cells = num_replicas * lookahead * self.micro_batches
         if cells > _core.max_plan_records:
             raise Error(
@@ -281,17 +262,17 @@ class TokenShape:
         self.oversized = oversized
         self.alone = oversized_alone(who, oversized)
         self.padding = padding_option(who, padding, ("repeat", "empty", "error"))
-        self.pad = pad_multiple(who, pad_to_multiple_of, self.max_tokens)
+        self.pad = inputs.whole("pad_to_multiple_of", pad_to_multiple_of)
+        self.costs = cost_values(costs)
+        self.budget = _core.token_budget(num_replicas, self.max_tokens, self.multiple_of)
+        self.lookahead = lookahead
+        self.check_tables()
         n = len(self.tokens)
-        self.costs = cost_array(who, costs, n)
-        check_fit(who, self.tokens, self.max_tokens, self.alone, self.pad)
         if n < num_replicas * self.multiple_of:
             raise Error(
                 f"{who}: {n} dataset indices cannot give one to each of the num_replicas * "
                 f"multiple_of = {num_replicas} * {self.multiple_of} micro-batches of a step"
             )
-        self.budget = _core.token_budget(num_replicas, self.max_tokens, self.multiple_of)
-        self.lookahead = lookahead
 
     @property
     def dataset_size(self) -> int:
@@ -310,6 +291,19 @@ class TokenShape:
         if self.pad != 1:
             out["pad_to_multiple_of"] = self.pad
         return out
+
+    def epoch_length(self, planned: Callable[[], Any]) -> int:
+        """This rank's micro-batches in an epoch, which depend on its order: those of the
+        epoch's plan, `planned()`."""
+        return int(planned().batches)
+
+    def check_tables(self) -> None:
+        """bcl.Error for settings, lengths or costs that no plan takes (check_token_input),
+        naming the setting, or the entry by its dataset index."""
+        _core.check_token_input(
+            self.tokens, self.costs, self.budget, self.lookahead, self.micro_batches, self.alone,
+            self.pad, "dataset index", self.who,
+        )  # fmt: skip
 
     def plan(self, order: np.ndarray, rank: int) -> Any:
         """This rank's micro-batches of the epoch whose global order is `order`. bcl.Error naming
@@ -330,9 +324,7 @@ class TokenShape:
         name the record's position in its plan window. An entry now wrong is a bcl.Error naming
         its dataset index (as at construction), chained to `failure`."""
         try:
-            check_fit(self.who, self.tokens, self.max_tokens, self.alone, self.pad)
-            if self.costs is not None:
-                _core.cost_table(self.costs, None)  # each error naming its index
+            self.check_tables()
         except Error as e:
             detail = str(e).removeprefix(f"{self.who}: ")
             raise Error(

@@ -43,17 +43,7 @@ struct balancer_saved {
         io.field("the finished flag", s.finished);
         io.field("the last batch cost", s.last_batch_cost);
         auto& st = s.stats;
-        io.field("records_in", st.records_in);
-        io.field("records_out", st.records_out);
-        io.field("records_dropped", st.records_dropped);
-        io.field("records_capped", st.records_capped);
-        io.field("peak_batch_memory", st.peak_batch_memory);
-        io.field("batches", st.batches);
-        io.field("windows", st.windows);
-        io.field("batch_cost", st.batch_cost);
-        io.field("gap_to_lower_bound", st.gap_to_lower_bound);
-        io.field("max_delay_batches", st.max_delay_batches);
-        io.field("delay_batches", st.delay_batches);
+        statistics_fields(st, [&io](const char* name, auto& field) { io.field(name, field); });
         io.length("the delay histogram size", st.delay_histogram, max_delay_bound(s.opt) + 1, 8);
         io.items("the delay histogram", st.delay_histogram);
         io.field("the memory flag", s.tracks_memory);

@@ -54,7 +54,7 @@ template <class Plans>
 /// down (a step, then 2, 4, ... steps less) to one that packs, then halving the gap above it
 /// until it is under a step. Each try is a whole deal; a window left within 0.1% of its records
 /// short of the longest is the same window, and the next takes the rest. At most
-/// 2 log2(1024) + 2 tries.
+/// 2 log2(1024) + 3 tries: 12 galloping, 11 halving.
 template <class Packs>
 [[nodiscard]] std::size_t longest_prefix(std::size_t fit, std::size_t full, Packs&& packs) {
     const std::size_t step = std::max<std::size_t>(1, fit / 1024);

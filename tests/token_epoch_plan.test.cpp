@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace {
@@ -191,4 +192,45 @@ TEST_CASE("token epoch: repeated records are the fewest that plan, on random epo
         ++repeated_epochs;
     }
     CHECK(repeated_epochs == 60);
+}
+
+TEST_CASE("token epoch: plan() hands each window in turn, the order's records in order, and a "
+          "rank's share is its slots of those windows",
+          "[token_epoch_plan]") {
+    std::mt19937_64 gen(8);
+    std::vector<std::uint64_t> tokens(3000);
+    for (auto& t : tokens) t = 1 + gen() % 4000;
+    index_list order(tokens.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = (i * 7919) % order.size();
+    const bcl::token_budget b{.ranks = 4, .max_tokens = 8192, .multiple_of = 2};
+    bcl::token_epoch_planner planner;
+    std::vector<std::size_t> walked;
+    std::vector<std::vector<std::size_t>> by_rank(b.ranks);
+    std::uint64_t digest = 0;
+    const std::size_t repeated = planner.plan<std::size_t>(
+        tokens, {}, order, b, 2, 4, {},
+        [&](std::span<const std::size_t> window, std::span<const bcl::micro_slot> slots,
+            const bcl::token_plan_summary& s) {
+            REQUIRE(window.size() == slots.size());
+            REQUIRE(s.records == slots.size());
+            walked.insert(walked.end(), window.begin(), window.end());
+            digest = bcl::token_plan_digest(slots, digest);
+            for (std::size_t i = 0; i < slots.size(); ++i)
+                by_rank[slots[i].rank].push_back(window[i]);
+        });
+    CHECK(repeated == 0);
+    CHECK(walked == std::vector<std::size_t>(order.begin(), order.end()));
+    for (std::size_t r = 0; r < b.ranks; ++r) {
+        bcl::token_epoch_share<std::size_t> share;
+        planner.share<std::size_t>(tokens, {}, order, b, 2, 4, r, {}, share);
+        CHECK(share.digest == digest);
+        std::vector<std::size_t> kept(share.records.begin(), share.records.end());
+        std::sort(kept.begin(), kept.end());
+        std::sort(by_rank[r].begin(), by_rank[r].end());
+        CHECK(kept == by_rank[r]);
+    }
+    // What on_window throws propagates.
+    CHECK_THROWS_AS(planner.plan<std::size_t>(tokens, {}, order, b, 2, 4, {},
+                                              [](auto, auto, const auto&) { throw 7; }),
+                    int);
 }

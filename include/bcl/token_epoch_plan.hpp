@@ -57,30 +57,31 @@ struct token_epoch_share {
 /// Plans token-budget epochs, keeping its scratch between them.
 class token_epoch_planner {
 public:
-    /// Rank `rank`'s share of the epoch whose order is `order` (dataset indices, each below
-    /// tokens.size()), over the tables `tokens` and `costs` (by dataset index; costs empty for
-    /// the default L + L^2/24576): windows of `lookahead` (K) steps of `micro_batches` (M)
-    /// micro-batches on every rank, each window the records of the order that fill it
+    /// Plans the epoch whose order is `order` (dataset indices, each below tokens.size()), over
+    /// the tables `tokens` and `costs` (by dataset index; costs empty for the default
+    /// L + L^2/24576): windows of `lookahead` (K) steps of `micro_batches` (M) micro-batches on
+    /// every rank, each window the records of the order that fill it
     /// (bcl::token_planner::plan_stream), the last window what is left in as few micro-steps as
     /// fit (with the window before it, when what is left is too few records to plan alone).
+    /// `on_window(records, slots, summary)` for each window in turn: slots[i] is where
+    /// records[i] (a dataset index) goes, `summary` the window's.
     /// An epoch that still cannot fill every rank's micro-batches (e.g. an odd count of records
     /// of T tokens each on two ranks) gets empty micro-batches with
     /// opt.allow_empty_micro_batches; else, with `repeat_to_fill`, its last window takes the
     /// order's first records again, as DistributedSampler pads its order: the fewest that plan
     /// (tried one by one up to R*m, one of which makes the count a multiple of R*m, then
-    /// doubling), only that window planned again for each; else it is refused. `out` is written
-    /// only on success. Throws bcl::error (prefixed with `who`) for an index without tokens, a
-    /// rank not below R, and what plan_stream throws. O(N log N).
-    template <class Index>
-    void share(std::span<const std::uint64_t> tokens, std::span<const double> costs,
-               std::span<const Index> order, const token_budget& budget, std::size_t micro_batches,
-               std::size_t lookahead, std::size_t rank, const token_plan_options& opt,
-               token_epoch_share<Index>& out, std::string_view who = "bcl::token_epoch_planner",
-               bool repeat_to_fill = false) {
+    /// doubling), only that window planned again for each; else it is refused. Returns how many
+    /// records were repeated so. Throws bcl::error (prefixed with `who`) for an index without
+    /// tokens, costs of another length than tokens, and what plan_stream throws; whatever
+    /// on_window throws propagates. Every rank that passes the same arguments gets the same
+    /// windows. O(N log N).
+    template <class Index, class OnWindow>
+    std::size_t
+    plan(std::span<const std::uint64_t> tokens, std::span<const double> costs,
+         std::span<const Index> order, const token_budget& budget, std::size_t micro_batches,
+         std::size_t lookahead, const token_plan_options& opt, OnWindow&& on_window,
+         std::string_view who = "bcl::token_epoch_planner", bool repeat_to_fill = false) {
         static_assert(std::is_integral_v<Index>, "dataset indices are integers");
-        if (rank >= budget.ranks)
-            throw error(std::string(who) + ": rank " + std::to_string(rank) + " of " +
-                        std::to_string(budget.ranks) + " ranks: the rank must be below them");
         if (!costs.empty() && costs.size() != tokens.size())
             throw error(std::string(who) + ": " + std::to_string(costs.size()) + " costs for " +
                         std::to_string(tokens.size()) + " dataset indices");
@@ -92,34 +93,10 @@ public:
         // planner then takes up to max_fill of it).
         const detail::tokens::window_rule rule(budget, micro_batches, lookahead,
                                                opt.pad_to_multiple_of);
-        const std::size_t window_cells = rule.cells();
-        token_epoch_share<Index> share;
-        share.offsets.assign(1, 0);
-        share.steps.assign(1, 0);
+        std::size_t repeated_count = 0;
         std::size_t first = 0;
         while (first < n) {
-            m_tokens.clear();
-            m_costs.clear();
-            std::uint64_t running = 0;
-            for (std::size_t i = first; i < n; ++i) {
-                const std::size_t index = checked_index(order[i], tokens.size(), who);
-                const std::uint64_t t = rule.counted(tokens[index]);
-                if (!rule.takes(running, t, m_tokens.size())) break;
-                running += t;
-                m_tokens.push_back(tokens[index]);
-                if (!costs.empty()) m_costs.push_back(costs[index]);
-            }
-            // A short tail after the window goes with it: plan_stream() decides whether the
-            // tail can be planned alone, and otherwise plans the window and the tail together.
-            std::size_t end = first + m_tokens.size();
-            if (end < n && n - end < window_cells) {
-                for (; end < n; ++end) {
-                    const std::size_t index = checked_index(order[end], tokens.size(), who);
-                    m_tokens.push_back(tokens[index]);
-                    if (!costs.empty()) m_costs.push_back(costs[index]);
-                }
-            }
-            const bool last = end == n;
+            const bool last = gather_window(tokens, costs, order, first, rule, who);
             m_slots.resize(m_tokens.size());
             std::span<const Index> window = order.subspan(first);
             std::vector<Index> repeated; // the last window's records and the order's first
@@ -136,11 +113,33 @@ public:
                 repeated.insert(repeated.end(), order.begin(),
                                 order.begin() + static_cast<std::ptrdiff_t>(count));
                 window = repeated;
-                share.repeated = count;
+                repeated_count = count;
                 s = m_planner.summary();
             }
-            share.digest = token_plan_digest(std::span<const micro_slot>(m_slots).first(s.records),
-                                             share.digest);
+            on_window(window.first(s.records),
+                      std::span<const micro_slot>(m_slots).first(s.records), s);
+            first += std::min(s.records, n - first);
+        }
+        return repeated_count;
+    }
+
+    /// Rank `rank`'s share of the epoch plan() plans from the same arguments: `out` is written
+    /// only on success. Throws what plan() throws, and bcl::error for a rank not below R.
+    template <class Index>
+    void share(std::span<const std::uint64_t> tokens, std::span<const double> costs,
+               std::span<const Index> order, const token_budget& budget, std::size_t micro_batches,
+               std::size_t lookahead, std::size_t rank, const token_plan_options& opt,
+               token_epoch_share<Index>& out, std::string_view who = "bcl::token_epoch_planner",
+               bool repeat_to_fill = false) {
+        if (rank >= budget.ranks)
+            throw error(std::string(who) + ": rank " + std::to_string(rank) + " of " +
+                        std::to_string(budget.ranks) + " ranks: the rank must be below them");
+        token_epoch_share<Index> share;
+        share.offsets.assign(1, 0);
+        share.steps.assign(1, 0);
+        const auto keep = [&](std::span<const Index> window, std::span<const micro_slot> slots,
+                              const token_plan_summary& s) {
+            share.digest = token_plan_digest(slots, share.digest);
             ++share.windows;
             share.micro_steps += s.micro_steps;
             share.micro_steps_bound += s.micro_steps_bound;
@@ -148,9 +147,10 @@ public:
             share.padding += s.padding;
             share.total += s.cost_of(s.total);
             share.objective += s.cost_of(s.objective);
-            keep_rank(window.first(s.records), s, rank, share);
-            first += std::min(s.records, n - first);
-        }
+            keep_rank(window, slots, s, rank, share);
+        };
+        share.repeated = plan(tokens, costs, order, budget, micro_batches, lookahead, opt, keep,
+                              who, repeat_to_fill);
         out = std::move(share);
     }
 
@@ -188,6 +188,36 @@ private:
         return 0;
     }
 
+    // Reads the window from `first` into m_tokens and m_costs: the records of the order whose
+    // tokens fit its capacity (window_rule), and a short tail after them (fewer records than
+    // the window's micro-batches): plan_stream() decides whether the tail can be planned alone,
+    // and otherwise plans the window and the tail together. True if it reaches the order's end.
+    template <class Index>
+    bool gather_window(std::span<const std::uint64_t> tokens, std::span<const double> costs,
+                       std::span<const Index> order, std::size_t first,
+                       const detail::tokens::window_rule& rule, std::string_view who) {
+        const std::size_t n = order.size();
+        m_tokens.clear();
+        m_costs.clear();
+        const auto take = [&](std::size_t i) {
+            const std::size_t index = checked_index(order[i], tokens.size(), who);
+            m_tokens.push_back(tokens[index]);
+            if (!costs.empty()) m_costs.push_back(costs[index]);
+        };
+        std::uint64_t running = 0;
+        std::size_t end = first;
+        for (; end < n; ++end) {
+            const std::size_t index = checked_index(order[end], tokens.size(), who);
+            const std::uint64_t t = rule.counted(tokens[index]);
+            if (!rule.takes(running, t, end - first)) break;
+            running += t;
+            take(end);
+        }
+        if (end < n && n - end < rule.cells())
+            for (; end < n; ++end) take(end);
+        return end == n;
+    }
+
     template <class Index>
     [[nodiscard]] static std::size_t checked_index(Index index, std::size_t table,
                                                    std::string_view who) {
@@ -196,13 +226,13 @@ private:
 
     // This rank's micro-batches of a window, step by step, each in the order's order.
     template <class Index>
-    void keep_rank(std::span<const Index> window, const token_plan_summary& s, std::size_t rank,
-                   token_epoch_share<Index>& share) {
+    void keep_rank(std::span<const Index> window, std::span<const micro_slot> slots,
+                   const token_plan_summary& s, std::size_t rank, token_epoch_share<Index>& share) {
         const std::size_t cells = s.micro_steps;
         m_cell_count.assign(cells, 0);
         for (std::size_t i = 0; i < s.records; ++i)
-            if (m_slots[i].rank == rank)
-                ++m_cell_count[s.first_micro_step(m_slots[i].step) + m_slots[i].micro];
+            if (slots[i].rank == rank)
+                ++m_cell_count[s.first_micro_step(slots[i].step) + slots[i].micro];
         const std::size_t base = share.records.size();
         m_cell_start.resize(cells);
         std::size_t at = base;
@@ -213,9 +243,9 @@ private:
         }
         share.records.resize(at);
         for (std::size_t i = 0; i < s.records; ++i)
-            if (m_slots[i].rank == rank)
-                share.records[m_cell_start[s.first_micro_step(m_slots[i].step) +
-                                           m_slots[i].micro]++] = window[i];
+            if (slots[i].rank == rank)
+                share.records[m_cell_start[s.first_micro_step(slots[i].step) + slots[i].micro]++] =
+                    window[i];
         for (std::size_t step = 0; step < s.steps; ++step)
             share.steps.push_back(share.steps.back() + s.micro_batches_in(step));
     }

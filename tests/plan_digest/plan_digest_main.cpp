@@ -15,6 +15,7 @@
 #include <bcl/cost_estimator.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/held_batch.hpp>
+#include <bcl/keyed_order.hpp>
 #include <bcl/token_plan.hpp>
 
 #include <bit>
@@ -210,6 +211,24 @@ int main() {
     // Token-budget plans: held batches and stream windows.
     bcl::token_planner tokens;
     for (int i = 0; i < 2000; ++i) plan_tokens(d, tokens, rng);
+    // Keyed orders: sizes around powers of two (the network's widths), every position of the
+    // small ones and a window of the large ones, each index two 32-bit halves of a slot.
+    for (int i = 0; i < 400; ++i) {
+        // One draw per statement, as above.
+        const std::uint64_t power = std::uint64_t{1} << rng.below(40);
+        const std::uint64_t n = power + rng.below(3) - 1;
+        const std::uint64_t seed = rng.next();
+        const std::uint64_t epoch = rng.below(100);
+        const bcl::keyed_order order(n, seed, epoch);
+        const std::uint64_t count = n < 5000 ? n : 5000;
+        const std::uint64_t first = rng.below(n - count + 1);
+        std::vector<bcl::plan_slot> indices(count);
+        for (std::uint64_t k = 0; k < count; ++k) {
+            const std::uint64_t x = order.at(first + k);
+            indices[k] = {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(x >> 32)};
+        }
+        d.value = bcl::plan_digest(indices, d.value);
+    }
     std::printf(
         "windows %llu records %llu digest %016llx\n", static_cast<unsigned long long>(d.windows),
         static_cast<unsigned long long>(d.records), static_cast<unsigned long long>(d.value));

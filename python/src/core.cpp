@@ -16,6 +16,7 @@
 
 #include <bcl/bcl.hpp>
 #include <bcl/held_batch.hpp>
+#include <bcl/keyed_order.hpp>
 #include <bcl/names.hpp>
 
 #include <pybind11/numpy.h>
@@ -27,6 +28,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -194,6 +197,26 @@ PYBIND11_MODULE(_core, m) {
         },
         py::arg("n"), py::arg("ranks"), py::arg("batch"), py::arg("drop_last"),
         "Batches each rank gets in an epoch of n records (bcl::epoch_layout).");
+    m.def(
+        "keyed_order",
+        [](std::uint64_t n, std::uint64_t seed, std::uint64_t epoch, std::uint64_t first,
+           std::uint64_t count) {
+            if (first > n || count > n - first)
+                throw bcl::error("bcl.keyed_order: positions [" + std::to_string(first) + ", " +
+                                 std::to_string(first) + " + " + std::to_string(count) +
+                                 ") are outside the order of " + std::to_string(n) + " indices");
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(count));
+            std::int64_t* data = out.mutable_data();
+            {
+                py::gil_scoped_release unlocked;
+                bcl::keyed_order(n, seed, epoch)
+                    .fill(first, std::span<std::int64_t>(data, static_cast<std::size_t>(count)));
+            }
+            return out;
+        },
+        py::arg("n"), py::arg("seed"), py::arg("epoch"), py::arg("first"), py::arg("count"),
+        "Positions [first, first + count) of epoch `epoch`'s keyed order of n indices "
+        "(bcl::keyed_order), as int64.");
 
     // The choices, by their names in the library's registries (bcl/names.hpp): a new policy or
     // cap kind is here without an edit.

@@ -22,6 +22,8 @@ STATE_FORMAT = FixedShape.format
 # Format 1's checksum did not cover the settings.
 _EARLIER_FORMATS = ("bcl.DistributedBalancedBatchSampler/1",)
 _WHO = "bcl.DistributedBalancedBatchSampler"
+#: The epoch's order: DistributedSampler's torch.randperm, or bcl::keyed_order.
+_ORDERS = ("randperm", "keyed")
 # Every field but the checksum itself.
 _CHECKED_FIELDS = ("format", "epoch", "position", "digest", "settings")
 
@@ -158,6 +160,12 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             ``process_group``, or of the world).
         shuffle, seed, drop_last: as DistributedSampler's (``drop_last`` also drops each rank's
             short last batch, as BatchSampler's does). ``seed`` and every epoch are in [0, 2^63).
+        order: the epoch's shuffled order: ``"randperm"`` (the default) draws
+            DistributedSampler's, ``torch.randperm`` seeded with ``seed + epoch``, the same
+            indices in the same order as a job without bcl; ``"keyed"`` draws
+            bcl::keyed_order's, a keyed bijection of the indices computed position by position
+            from (seed, epoch), the same in C++, libtorch and Python, without torch's O(N)
+            permutation (docs/python.md, "The epoch's order").
         lookahead: K, steps planned together (default 8). num_replicas * lookahead *
             batch_size is at most 2^30, the records of one plan window.
         batching: ``"packed"`` or ``"padded"`` (a collate_fn that pads to the batch's longest).
@@ -226,6 +234,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         oversized: str = "error",
         padding: str = "repeat",
         pad_to_multiple_of: int = 1,
+        order: str = "randperm",
     ) -> None:
         arguments = dict(
             costs=costs, batch_size=batch_size, num_replicas=num_replicas, rank=rank,
@@ -233,7 +242,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             batching=batching, cap=cap, level_steps=level_steps, check_digest=check_digest,
             max_tokens=max_tokens, micro_batches=micro_batches, lengths=lengths,
             multiple_of=multiple_of, oversized=oversized, padding=padding,
-            pad_to_multiple_of=pad_to_multiple_of,
+            pad_to_multiple_of=pad_to_multiple_of, order=order,
         )  # fmt: skip
         dist = _torch_distributed()
         if num_replicas is None:
@@ -257,6 +266,9 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         self.shuffle = inputs.flag("shuffle", shuffle)
         self.seed = inputs.counter("seed", seed)
         self.drop_last = inputs.flag("drop_last", drop_last)
+        if order not in _ORDERS:
+            raise Error(f"{_WHO}: order is {order!r}, not one of {', '.join(map(repr, _ORDERS))}")
+        self.order = order
         self._check_digest = inputs.flag("check_digest", check_digest)
         self._shape: _Shape
         if max_tokens is None:
@@ -320,6 +332,8 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         n = self.dataset_size
         if not self.shuffle:
             return np.arange(n, dtype=np.int64)
+        if self.order == "keyed":
+            return _core.keyed_order(n, self.seed, epoch, 0, n)
         import torch
 
         g = torch.Generator()
@@ -387,6 +401,8 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             "rank": self.rank, "lookahead": self.lookahead, "shuffle": self.shuffle,
             "seed": self.seed,
         }  # fmt: skip
+        if self.order != "randperm":  # states saved before the choice existed still load
+            common["order"] = self.order
         return dict(common, **self._shape.settings())
 
     def _fields(self, cursor: Optional[_Pass], position: int, ended: bool) -> dict:

@@ -79,6 +79,10 @@ SEAMS = {
     "bench/sim/cost_and_cap.hpp": {
         "bcl/detail/intake/outlier_cap.hpp", "bcl::detail::outlier_cap",
     },
+    # The simulator's stream windows are the token planner's own (its window rule), not a copy.
+    "bench/sim/token_windows.hpp": {
+        "bcl/detail/tokens/stream_window.hpp", "bcl::detail::tokens",
+    },
 }
 OUTSIDE = ["python/src", "bench", "examples"]
 DETAIL_USE = re.compile(r"<(bcl/detail/[a-z_/]+\.hpp)>|(bcl::detail::[a-z_]+)")

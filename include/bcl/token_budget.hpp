@@ -1,11 +1,13 @@
 #pragma once
-// The budget and settings of a token plan, and the checks every token path (the planner, the
-// epoch planner, the libtorch sampler) makes of them, so that each refuses the same settings in
-// the same words.
+// The budget and settings of a token plan (bcl::token_budget and bcl::token_plan_options, defined
+// with the token plan's parts so that they may read them), and the checks every token path (the
+// planner, the epoch planner, the samplers) makes of them, so that each refuses the same
+// settings in the same words.
 
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/plan/limits.hpp>
+#include <bcl/detail/tokens/budget.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/error.hpp>
 
@@ -15,38 +17,6 @@
 #include <string_view>
 
 namespace bcl {
-
-/// The budget of a token plan. An aggregate:
-/// `bcl::token_budget{.ranks = 8, .max_tokens = 131072}`.
-struct token_budget {
-    std::size_t ranks = 0;        ///< R, data-parallel ranks
-    std::uint64_t max_tokens = 0; ///< T, the most tokens one micro-batch holds (at most 2^31)
-    std::size_t multiple_of = 1;  ///< m: every step's micro-batch count is a multiple of it
-};
-
-/// Settings of a token plan; every field's default is the strict plan.
-struct token_plan_options {
-    /// A record above max_tokens: false (the default) refuses it, naming its index; true gives it
-    /// a micro-batch of its own (the summary counts them: such a micro-batch is above T).
-    bool oversized_alone = false;
-    /// With groups: false (the default) keeps each group's records on one rank (in one step);
-    /// true also keeps them in one micro-batch (a group above max_tokens is then an error).
-    bool group_together = false;
-    /// A stream's window takes records up to this share of its token capacity (R * K * M * T):
-    /// 1 (the default) packs as many as fit; less leaves room that balance can use, at the price
-    /// of more micro-steps (docs/tokens.md measures the trade).
-    double max_fill = 1.0;
-    /// Records too few (or too large) to give every rank a record in each of its micro-batches:
-    /// false (the default) refuses the plan; true gives the ranks short of records empty
-    /// micro-batches (padding, which a trainer runs as a step of zero weight that still joins
-    /// the collectives), every rank still the same count, the summary's `padding` counting them.
-    /// Only where no plan without them exists.
-    bool allow_empty_micro_batches = false;
-    /// Each record counts as its length rounded up to a multiple of this, for the budget and for
-    /// the default cost: context-parallel trainers pad each sequence to a multiple of 2 * CP.
-    /// 1 (the default) counts lengths as they are; 0, or above max_tokens, is an error.
-    std::uint64_t pad_to_multiple_of = 1;
-};
 
 /// Checks a budget for plans of `steps` steps: throws bcl::error (prefixed with `who`) for R, T,
 /// m or steps of 0, T above 2^31, and m or R * steps above bcl::max_plan_records.
@@ -97,6 +67,18 @@ inline void check_token_options(const token_plan_options& opt, const token_budge
     if (!(opt.max_fill > 0.0 && opt.max_fill <= 1.0))
         throw error(std::string(who) + ": max_fill must be in (0, 1] (got " +
                     std::to_string(opt.max_fill) + ")");
+}
+
+/// A record's length as a plan with this budget and these settings counts it (padded to a
+/// multiple of pad_to_multiple_of), checked: throws bcl::error naming `what` and `index`
+/// ("record 7", "dataset index 7") where it is above max_tokens (or above 2^31 with
+/// oversized_alone), saying how to let it through.
+[[nodiscard]] inline std::uint64_t check_token_length(std::uint64_t length, std::size_t index,
+                                                      std::string_view what, const token_budget& b,
+                                                      const token_plan_options& opt,
+                                                      std::string_view who) {
+    return detail::tokens::checked_length(length, index, what, b.max_tokens, opt.oversized_alone,
+                                          opt.pad_to_multiple_of, who);
 }
 
 } // namespace bcl

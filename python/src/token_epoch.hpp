@@ -9,7 +9,6 @@
 
 #include "cost_table.hpp"
 
-#include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/token_budget.hpp>
 #include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
@@ -72,7 +71,7 @@ optional_span(const std::optional<py::array_t<T, Flags>>& a) {
 /// that name the Python arguments: the settings (bcl::check_token_budget; check_token_window
 /// where `micro_batches` is given, a stream's window of M micro-batches a step; none for a held
 /// plan, whose count the plan finds; check_token_options), costs of another length than the
-/// lengths, each length (bcl::detail::tokens::checked_length, naming `what` and its index:
+/// lengths, each length (bcl::check_token_length, naming `what` and its index:
 /// "record 7", "dataset index 7", and oversized='alone' where that would plan it) and each cost
 /// (naming costs[i]). Throws bcl::error prefixed with `who`. O(n).
 inline void check_token_input(std::span<const std::uint64_t> tokens,
@@ -91,9 +90,7 @@ inline void check_token_input(std::span<const std::uint64_t> tokens,
                          std::string(what));
     try {
         for (std::size_t i = 0; i < n; ++i)
-            (void)bcl::detail::tokens::checked_length(tokens[i], i, what, budget.max_tokens,
-                                                      opt.oversized_alone, opt.pad_to_multiple_of,
-                                                      who);
+            (void)bcl::check_token_length(tokens[i], i, what, budget, opt, who);
     } catch (const bcl::error& e) {
         if (opt.oversized_alone) throw;
         throw bcl::error(std::string(e.what()) + " (oversized='alone')");

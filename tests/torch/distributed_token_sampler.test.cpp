@@ -38,6 +38,7 @@ using namespace sampler_support;
 using bcl::torch::distributed_balanced_sampler;
 using bcl::torch::distributed_sampler_options;
 using bcl::torch::token_padding;
+using Catch::Matchers::StartsWith;
 using token_table = std::vector<std::uint64_t>;
 
 // The settings of a token-mode sampler, as the tests vary them.
@@ -596,34 +597,38 @@ TEST_CASE("torch tokens: bad options are a bcl::error at construction naming the
             thrown = true;
             const std::string what = e.what();
             CAPTURE(what);
+            // The sampler's name first, also where the words are the core's.
+            CHECK_THAT(what, StartsWith("bcl::torch::distributed_balanced_sampler: "));
             for (const std::string& name : names) CHECK_THAT(what, Contains(name));
         }
         REQUIRE(thrown);
     };
     refused([](auto& o) { o.max_tokens = (std::uint64_t{1} << 31) + 1; },
             {"max_tokens is 2147483649", "above 2^31"});
-    refused([](auto& o) { o.micro_batches = 0; }, {"micro_batches must be at least 1"});
+    refused([](auto& o) { o.micro_batches = 0; },
+            {"micro_batches is 0", "a positive multiple of multiple_of (1)"});
     refused(
         [](auto& o) {
             o.micro_batches = 3;
             o.multiple_of = 2;
         },
-        {"micro_batches is 3", "not a multiple of multiple_of (2)"});
-    refused([](auto& o) { o.multiple_of = 0; }, {"multiple_of must be at least 1"});
+        {"micro_batches is 3", "a positive multiple of multiple_of (2)"});
+    // R, m and K (lookahead) of 0: the core's budget check names each with its value.
+    refused([](auto& o) { o.multiple_of = 0; }, {"multiple_of (0)", "must all be at least 1"});
     refused([](auto& o) { o.pad_to_multiple_of = 0; }, {"pad_to_multiple_of is 0"});
     refused([](auto& o) { o.pad_to_multiple_of = 1025; },
             {"pad_to_multiple_of is 1025", "at most max_tokens (1024)"});
     refused([](auto& o) { o.padding = token_padding(7); }, {"padding is 7", "token_padding"});
-    refused([](auto& o) { o.num_replicas = 0; }, {"num_replicas must be at least 1"});
+    refused([](auto& o) { o.num_replicas = 0; }, {"the ranks (0)", "must all be at least 1"});
     refused([](auto& o) { o.rank = 3; }, {"rank 3 of num_replicas 3"});
-    refused([](auto& o) { o.lookahead = 0; }, {"lookahead must be at least 1"});
+    refused([](auto& o) { o.lookahead = 0; }, {"steps (0)", "must all be at least 1"});
     refused([](auto& o) { o.seed = std::uint64_t{1} << 63; }, {"the seed must be below 2^63"});
     refused(
         [](auto& o) {
             o.lookahead = std::size_t{1} << 20;
             o.micro_batches = std::size_t{1} << 10;
         },
-        {"num_replicas * lookahead * micro_batches", "a window may hold"});
+        {"3 ranks * 1048576 steps * 1024 micro-batches", "above the 1073741824 cells"});
     // A fixed-mode setting in token mode.
     refused([](auto& o) { o.batch_size = 16; }, {"batch_size is 16", "batches of batch_size"});
     refused([](auto& o) { o.drop_last = true; }, {"drop_last is true"});
@@ -634,17 +639,20 @@ TEST_CASE("torch tokens: bad options are a bcl::error at construction naming the
     // too few indices for a step's micro-batches.
     token_table long_one = lengths;
     long_one[42] = 1025;
-    refused([](auto&) {}, {"dataset index 42", "1025", "above max_tokens (1024)", "oversized"},
-            long_one);
+    refused(
+        [](auto&) {},
+        {"dataset index 42 has 1025 tokens, above max_tokens (1024)", "a micro-batch of their own"},
+        long_one);
     token_table padded_over = lengths;
     padded_over[17] = 1010; // 1032 once rounded up to a multiple of 24
     refused([](auto& o) { o.pad_to_multiple_of = 24; },
-            {"dataset index 17 is 1010 (1032 padded to a multiple of 24)", "above max_tokens"},
+            {"dataset index 17 has 1010 tokens (1032 padded to a multiple of 24), above "
+             "max_tokens (1024)"},
             padded_over);
     token_table huge = lengths;
     huge[5] = (std::uint64_t{1} << 31) + 1;
     refused([](auto& o) { o.oversized_alone = true; },
-            {"dataset index 5", "above 2^31, the most a record may hold"}, huge);
+            {"dataset index 5 has 2147483649 tokens", "no record may have more than 2^31"}, huge);
     refused([](auto&) {}, {"2 dataset indices", "num_replicas * multiple_of = 3 * 1"},
             token_table{5, 6});
     // Costs neither empty nor one per length, and a bad cost.

@@ -6,23 +6,22 @@
 // plans the order into micro-batches of at most T tokens with bcl::token_epoch_planner instead,
 // and hands out one micro-batch a request. No communication. Needs libtorch's C++ API on the
 // include path (link the Torch package's `torch` target); <bcl/bcl.hpp> does not include it.
+// A coordinator: it keeps the epoch and the batches handed out; the mode it chooses checks the
+// settings, plans the epochs and writes the archive (detail/distributed_{fixed,token}_mode.hpp).
 
 #include <bcl/detail/config.hpp>
 
-#include <bcl/cost_estimator.hpp>
-#include <bcl/detail/number_text.hpp>
-#include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/error.hpp>
-#include <bcl/global_plan.hpp>
-#include <bcl/options.hpp>
 #include <bcl/token_epoch_plan.hpp>
-#include <bcl/token_plan.hpp>
 #include <bcl/torch/data_loader.hpp>
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/batch_request.hpp>
+#include <bcl/torch/detail/distributed_fixed_mode.hpp>
 #include <bcl/torch/detail/distributed_sampler_archive.hpp>
+#include <bcl/torch/detail/distributed_token_mode.hpp>
 #include <bcl/torch/detail/epoch_cursor.hpp>
+#include <bcl/torch/distributed_sampler_options.hpp>
 
 #if __has_include(<torch/data/samplers/base.h>)
 
@@ -30,14 +29,13 @@
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace bcl::torch {
@@ -48,72 +46,6 @@ using epoch_plan_summary = bcl::epoch_plan_summary;
 /// One rank's micro-batches of an epoch in token mode, and what its plans promise
 /// (bcl::token_epoch_share).
 using token_epoch_share = bcl::token_epoch_share<std::size_t>;
-
-/// How an epoch ends in token mode when its records cannot give every rank as many non-empty
-/// micro-batches (e.g. an odd count of records of T tokens each on two ranks): Python's
-/// `padding=`.
-enum class token_padding : std::uint8_t {
-    /// The order's first records planned again at its end, the fewest that plan, as
-    /// DistributedSampler pads its order (bcl::token_epoch_planner::share's `repeat_to_fill`).
-    /// The default, as Python's: every micro-batch holds a record.
-    repeat,
-    /// The ranks short of records get empty micro-batches, as few as the plan needs, every rank
-    /// still the same count (bcl::token_plan_options::allow_empty_micro_batches): the trainer
-    /// runs each as a step of zero weight that still joins the collectives.
-    empty,
-    /// Neither: planning such an epoch is a bcl::error (at its first next()).
-    error,
-};
-
-/// The settings of a bcl::torch::distributed_balanced_sampler. An aggregate:
-/// `{.num_replicas = 8, .rank = r, .batch_size = 16}` for batches of B indices, or
-/// `{.num_replicas = 8, .rank = r, .max_tokens = 16384, .micro_batches = 4}` for token-budget
-/// micro-batches (token mode). The fixed-mode settings must be left at their defaults in token
-/// mode, and the token-mode ones in fixed mode: the constructor refuses either, by name.
-struct distributed_sampler_options {
-    /// R, the data-parallel ranks. No default that could be right: 0 is refused.
-    std::size_t num_replicas = 0;
-    /// This rank, below num_replicas.
-    std::size_t rank = 0;
-    /// B, indices per batch (fixed mode, which needs it); 0 in token mode, where a micro-batch
-    /// holds as many records as fit max_tokens.
-    std::size_t batch_size = 0;
-    /// K, steps planned together (one window of R*K*B records, or of R*K*M micro-batches).
-    /// Default 8, as the positional constructor's and Python's sampler's.
-    std::size_t lookahead = 8;
-    /// Each epoch's order shuffled from (seed, epoch), else 0..N-1. Default true.
-    bool shuffle = true;
-    /// The order's seed, below 2^63. Default 0.
-    std::uint64_t seed = 0;
-    /// Fixed mode: the order cut to a multiple of R and each rank's share to whole batches, as
-    /// DistributedSampler's and BatchSampler's drop_last together. Default false; must stay false
-    /// in token mode (every record is planned).
-    bool drop_last = false;
-    /// Fixed mode: packed or padded batches, a cap, levelled steps (bcl::plan_options). Must stay
-    /// at its defaults in token mode (each record is planned at its own cost, packed).
-    bcl::plan_options plan{};
-
-    /// T: token mode when above 0, the most tokens one micro-batch holds (at most 2^31, what
-    /// keeps every plan exact in 64-bit integers). 0 (the default) is fixed mode, batches of
-    /// batch_size.
-    std::uint64_t max_tokens = 0;
-    /// M, token mode: the micro-batches each rank runs in a step, a multiple of multiple_of; a
-    /// trainer steps its optimizer after each M of them. Token mode needs it; 0 in fixed mode.
-    std::size_t micro_batches = 0;
-    /// m, token mode: every step's micro-batch count is a multiple of it, the epoch's last
-    /// (shorter) step too (pipeline schedules that take micro-batches m at a time). Default 1.
-    std::size_t multiple_of = 1;
-    /// Token mode: a record above max_tokens gets a micro-batch of its own (false, the default,
-    /// refuses such a record at construction, naming its dataset index).
-    bool oversized_alone = false;
-    /// Token mode: each record counts as its length rounded up to a multiple of this, for the
-    /// budget and for the default cost (context-parallel trainers pad each sequence to a multiple
-    /// of 2 * CP). 1 (the default) counts lengths as they are; at most max_tokens.
-    std::uint64_t pad_to_multiple_of = 1;
-    /// Token mode: how an epoch whose records cannot fill every rank's micro-batches ends.
-    /// Default token_padding::repeat, as Python's sampler.
-    token_padding padding = token_padding::repeat;
-};
 
 /// A libtorch sampler of batches of dataset indices, planned with every rank's: the libtorch
 /// counterpart of Python's bcl.DistributedBalancedBatchSampler, for a map-style dataset whose
@@ -174,6 +106,16 @@ struct distributed_sampler_options {
 /// mode but the batches handed out. Not thread-safe, like libtorch's own samplers.
 class distributed_balanced_sampler final
     : public ::torch::data::samplers::Sampler<std::vector<std::size_t>> {
+    static constexpr const char* who = "bcl::torch::distributed_balanced_sampler";
+    // The settings, the tables and the epoch's plan are the mode's the settings chose.
+    using mode = std::variant<detail::distributed_fixed_mode, detail::distributed_token_mode>;
+
+    // f(the mode this sampler is in); ahead of its uses, which deduce its type.
+    template <class F>
+    decltype(auto) in_mode(F&& f) const {
+        return std::visit(std::forward<F>(f), m_mode);
+    }
+
 public:
     /// The sampler `opt` describes (its rank of num_replicas), over the dataset indices
     /// 0..N-1: in fixed mode (max_tokens 0) `costs` holds the estimated cost of each (N of them)
@@ -181,34 +123,17 @@ public:
     /// and `costs` is empty (the default cost L + L^2/24576, L rounded up to
     /// pad_to_multiple_of) or N costs. Every rank plans every rank's records: give the whole
     /// tables. Checks everything here, so that every rank refuses a bad table or setting before
-    /// the first step: throws bcl::error naming the dataset index and value of the first cost
-    /// that is NaN, negative, infinite or above bcl::max_estimate; for num_replicas or lookahead
-    /// of 0, a rank not below num_replicas, a seed of 2^63 or more; in fixed mode for a batch
-    /// size of 0, R*K*B above bcl::max_plan_records, invalid plan options and any token-mode
-    /// setting away from its default (naming it); in token mode for max_tokens above 2^31,
-    /// micro_batches of 0 or not a multiple of multiple_of (or multiple_of 0), R*K*M above
-    /// bcl::max_plan_records, pad_to_multiple_of of 0 or above max_tokens, a padding that is no
-    /// token_padding, costs neither empty nor one per length, fewer than R*m dataset indices, a
-    /// length above max_tokens (rounded up to pad_to_multiple_of) without oversized_alone or above
-    /// 2^31 with it (naming its dataset index and length), and any fixed-mode setting away from
-    /// its default (batch_size, drop_last, plan; naming it). O(N).
+    /// the first step: throws bcl::error naming the setting, or the dataset index and value, for a
+    /// setting outside what distributed_sampler_options documents for it (a seed of 2^63 or
+    /// more, num_replicas, lookahead, batch_size or micro_batches of 0, ...), a setting of the
+    /// other mode away from its default, a rank not below num_replicas, R*K*B (in token mode
+    /// R*K*M) above bcl::max_plan_records, invalid plan options, a cost that is not valid
+    /// (bcl::valid_cost); in token mode costs neither empty nor one per length, fewer than R*m
+    /// dataset indices, a length above max_tokens (rounded up to pad_to_multiple_of) without
+    /// oversized_alone, or above 2^31 with it. O(N).
     distributed_balanced_sampler(std::vector<double> costs, std::vector<std::uint64_t> lengths,
                                  const distributed_sampler_options& opt)
-        : m_table(std::make_shared<const std::vector<double>>(std::move(costs))),
-          m_lengths(std::make_shared<const std::vector<std::uint64_t>>(std::move(lengths))),
-          m_options(opt) {
-        detail::check_counter(opt.seed, who, "the seed");
-        if (token_mode()) {
-            check_token_settings();
-            m_dataset_size = m_lengths->size();
-            m_lengths_digest = detail::length_table_digest(*m_lengths);
-        } else {
-            check_fixed_settings();
-            m_dataset_size = m_table->size();
-            m_layout = bcl::epoch_layout::of(m_dataset_size, shape());
-        }
-        m_costs_digest = bcl::cost_table_digest(*m_table);
-    }
+        : m_mode(mode_of(std::move(costs), std::move(lengths), opt)) {}
 
     /// As above, copying the tables from `costs` and `lengths`.
     distributed_balanced_sampler(std::span<const double> costs,
@@ -252,11 +177,11 @@ public:
     /// otherwise, and nothing changes): the table is the dataset. O(1); the epoch is planned at
     /// its first next().
     void reset(::torch::optional<std::size_t> new_size = ::torch::nullopt) override {
-        if (new_size && *new_size != m_dataset_size)
+        if (new_size && *new_size != dataset_size())
             throw bcl::error(std::string(who) + "::reset: the dataset size given is " +
                              std::to_string(*new_size) + ", but the " +
                              (token_mode() ? "lengths cover " : "cost table covers ") +
-                             std::to_string(m_dataset_size) + " dataset indices");
+                             std::to_string(dataset_size()) + " dataset indices");
         const std::size_t current = m_cursor.current();
         const std::size_t next = m_cursor.reset(who);
         // The plan depends on the epoch alone: an epoch started again keeps it.
@@ -287,7 +212,7 @@ public:
         m_cursor.mark_started();
         if (m_position == planned_batches()) return ::torch::nullopt;
         const std::span<const std::size_t> batch =
-            token_mode() ? m_token_plan.micro_batch(m_position) : m_plan.batch(m_position);
+            in_mode([this](const auto& m) { return m.batch(m_position); });
         ++m_position;
         return std::vector<std::size_t>(batch.begin(), batch.end());
     }
@@ -298,18 +223,19 @@ public:
     /// O(N log N); O(1) after.
     [[nodiscard]] std::uint64_t digest() {
         ensure_planned();
-        return token_mode() ? m_token_plan.digest : m_plan.summary.digest;
+        return in_mode([](const auto& m) { return m.digest(); });
     }
 
     /// What the plans of the epoch under way promise (plans it if it is not yet). Fixed mode:
     /// in token mode a bcl::error (token_plan() describes a token epoch).
     [[nodiscard]] const epoch_plan_summary& summary() {
-        if (token_mode())
+        const auto* fixed = std::get_if<detail::distributed_fixed_mode>(&m_mode);
+        if (fixed == nullptr)
             throw bcl::error(std::string(who) +
                              "::summary: the summary of batches of batch_size; in token mode "
                              "token_plan() describes the epoch");
         ensure_planned();
-        return m_plan.summary;
+        return fixed->planned().summary;
     }
 
     /// Token mode: this rank's share of the epoch under way (plans it if it is not yet): its
@@ -318,12 +244,13 @@ public:
     /// (`padding`), the records above T (`oversized`) and the planned efficiency. In fixed mode
     /// a bcl::error (summary() describes it).
     [[nodiscard]] const token_epoch_share& token_plan() {
-        if (!token_mode())
+        const auto* tokens = std::get_if<detail::distributed_token_mode>(&m_mode);
+        if (tokens == nullptr)
             throw bcl::error(std::string(who) +
                              "::token_plan: the plan of token-budget micro-batches; with "
                              "max_tokens 0 summary() describes the epoch");
         ensure_planned();
-        return m_token_plan;
+        return tokens->planned();
     }
 
     /// Writes the sampler's state to `archive` (format
@@ -336,11 +263,10 @@ public:
     void save(::torch::serialize::OutputArchive& archive) const override {
         const detail::distributed_position at{
             m_cursor, m_position,
-            m_planned ? std::optional<std::uint64_t>(planned_digest()) : std::nullopt};
-        if (token_mode())
-            detail::write_distributed_token_archive(archive, token_identity(), at);
-        else
-            detail::write_distributed_archive(archive, identity(), at);
+            m_planned
+                ? std::optional<std::uint64_t>(in_mode([](const auto& m) { return m.digest(); }))
+                : std::nullopt};
+        in_mode([&](const auto& m) { m.save(archive, at); });
     }
 
     /// Restores what save() wrote: the sampler then hands out exactly the rest of the saved
@@ -357,27 +283,12 @@ public:
     /// epoch was planned, O(1) otherwise.
     void load(::torch::serialize::InputArchive& archive) override {
         detail::archive_reader in(archive, std::string(who) + "::load");
-        if (token_mode()) {
-            token_epoch_share planned;
-            const detail::distributed_position saved = detail::read_distributed_token_archive(
-                in, token_identity(), [&](std::size_t epoch) {
-                    plan_token_epoch(epoch, planned);
-                    return detail::token_epoch_check{planned.digest, planned.micro_batches()};
-                });
-            // Committed: nothing below throws.
-            commit(saved);
-            if (m_planned) std::swap(m_token_plan, planned);
-            return;
-        }
-        epoch_plan planned;
         const detail::distributed_position saved =
-            detail::read_distributed_archive(in, identity(), [&](std::size_t epoch) {
-                plan_epoch(epoch, planned);
-                return planned.summary.digest;
-            });
+            in_mode([&](auto& m) { return m.load(in, who); });
         // Committed: nothing below throws.
-        commit(saved);
-        if (m_planned) std::swap(m_plan, planned);
+        m_cursor = saved.cursor;
+        m_position = saved.position;
+        m_planned = saved.plan_digest.has_value();
     }
 
     /// Batches every rank hands out per epoch: ceil(m / B), or m / B with drop_last, for the m
@@ -385,13 +296,17 @@ public:
     /// way's micro-batches, the same on every rank, which its plan decides: plans it if it is not
     /// yet (O(N log N); throws what next() throws for a plan), O(1) after.
     [[nodiscard]] std::size_t size() const {
-        if (!token_mode()) return m_layout.batches;
+        if (const auto* fixed = std::get_if<detail::distributed_fixed_mode>(&m_mode))
+            return fixed->layout().batches;
         ensure_planned();
-        return m_token_plan.micro_batches();
+        return planned_batches();
     }
     /// Records each rank takes per epoch (m), fixed mode; 0 in token mode, where a rank's count
     /// depends on the plan (token_plan().records.size()). O(1).
-    [[nodiscard]] std::size_t records_per_rank() const noexcept { return m_layout.per_rank; }
+    [[nodiscard]] std::size_t records_per_rank() const noexcept {
+        const auto* fixed = std::get_if<detail::distributed_fixed_mode>(&m_mode);
+        return fixed != nullptr ? fixed->layout().per_rank : 0;
+    }
     /// Batches (micro-batches) handed out in the epoch under way. O(1).
     [[nodiscard]] std::size_t position() const noexcept { return m_position; }
     /// The epoch under way, or after set_epoch(e), e: the one the next reset() starts. O(1).
@@ -399,257 +314,71 @@ public:
     /// B: the indices of every batch but an epoch's last; in token mode 1, the request a data
     /// loader makes for each micro-batch. O(1).
     [[nodiscard]] std::size_t batch_size() const noexcept {
-        return token_mode() ? 1 : m_options.batch_size;
+        return token_mode() ? 1 : settings().batch_size;
     }
     /// K: steps planned together. O(1).
-    [[nodiscard]] std::size_t lookahead() const noexcept { return m_options.lookahead; }
+    [[nodiscard]] std::size_t lookahead() const noexcept { return settings().lookahead; }
     /// R and this rank. O(1).
-    [[nodiscard]] std::size_t num_replicas() const noexcept { return m_options.num_replicas; }
-    [[nodiscard]] std::size_t rank() const noexcept { return m_options.rank; }
+    [[nodiscard]] std::size_t num_replicas() const noexcept { return settings().num_replicas; }
+    [[nodiscard]] std::size_t rank() const noexcept { return settings().rank; }
     /// N: the dataset's indices, the cost table's size (in token mode the lengths'). O(1).
-    [[nodiscard]] std::size_t dataset_size() const noexcept { return m_dataset_size; }
-    [[nodiscard]] bool shuffle() const noexcept { return m_options.shuffle; }
-    [[nodiscard]] std::uint64_t seed() const noexcept { return m_options.seed; }
-    [[nodiscard]] bool drop_last() const noexcept { return m_options.drop_last; }
-    [[nodiscard]] const bcl::plan_options& plan_settings() const noexcept { return m_options.plan; }
+    [[nodiscard]] std::size_t dataset_size() const noexcept {
+        return in_mode([](const auto& m) { return m.dataset_size(); });
+    }
+    [[nodiscard]] bool shuffle() const noexcept { return settings().shuffle; }
+    [[nodiscard]] std::uint64_t seed() const noexcept { return settings().seed; }
+    [[nodiscard]] bool drop_last() const noexcept { return settings().drop_last; }
+    [[nodiscard]] const bcl::plan_options& plan_settings() const noexcept {
+        return settings().plan;
+    }
     /// Every setting, as constructed. O(1).
-    [[nodiscard]] const distributed_sampler_options& settings() const noexcept { return m_options; }
+    [[nodiscard]] const distributed_sampler_options& settings() const noexcept {
+        return in_mode(
+            [](const auto& m) -> const distributed_sampler_options& { return m.options(); });
+    }
     /// Whether the sampler hands out token-budget micro-batches (max_tokens above 0). O(1).
-    [[nodiscard]] bool token_mode() const noexcept { return m_options.max_tokens > 0; }
+    [[nodiscard]] bool token_mode() const noexcept {
+        return std::holds_alternative<detail::distributed_token_mode>(m_mode);
+    }
 
     /// The global order of `epoch` (before padding or cutting): a permutation of 0..N-1 from
     /// (seed, epoch) with `shuffle`, else 0..N-1. The same on every platform. O(N).
     [[nodiscard]] std::vector<std::size_t> order_of(std::size_t epoch) const {
         std::vector<std::size_t> order;
-        bcl::epoch_order(m_dataset_size, m_options.shuffle, m_options.seed, epoch, order);
+        bcl::epoch_order(dataset_size(), settings().shuffle, settings().seed, epoch, order);
         return order;
     }
 
 private:
-    static constexpr const char* who = "bcl::torch::distributed_balanced_sampler";
-
-    // One epoch's plan: this rank's records, batch after batch, and what the plans promise.
-    using epoch_plan = bcl::epoch_share<std::size_t>;
-
-    [[nodiscard]] bcl::epoch_shape shape() const noexcept {
-        return {.ranks = m_options.num_replicas,
-                .lookahead = m_options.lookahead,
-                .batch = m_options.batch_size,
-                .drop_last = m_options.drop_last};
-    }
-
-    [[nodiscard]] bcl::token_budget budget() const noexcept {
-        return {.ranks = m_options.num_replicas,
-                .max_tokens = m_options.max_tokens,
-                .multiple_of = m_options.multiple_of};
-    }
-
-    // The token plan's options, as Python's sampler sets them (python/src/token_epoch.hpp).
-    [[nodiscard]] bcl::token_plan_options token_options() const noexcept {
-        bcl::token_plan_options opt;
-        opt.oversized_alone = m_options.oversized_alone;
-        opt.allow_empty_micro_batches = m_options.padding == token_padding::empty;
-        opt.pad_to_multiple_of = m_options.pad_to_multiple_of;
-        return opt;
-    }
-
-    [[noreturn]] static void refuse(const std::string& what) {
-        throw bcl::error(std::string(who) + ": " + what);
-    }
-
-    // Fixed mode's checks; first, that no token-mode setting was given.
-    void check_fixed_settings() const {
-        const distributed_sampler_options& o = m_options;
-        const auto token_only = [](const std::string& what) {
-            refuse(what + ", but it is for token-budget micro-batches: set max_tokens too (or "
-                          "leave it at its default for batches of batch_size)");
-        };
-        if (o.micro_batches != 0) token_only("micro_batches is " + std::to_string(o.micro_batches));
-        if (o.multiple_of != 1) token_only("multiple_of is " + std::to_string(o.multiple_of));
-        if (o.oversized_alone) token_only("oversized_alone is true");
-        if (o.pad_to_multiple_of != 1)
-            token_only("pad_to_multiple_of is " + std::to_string(o.pad_to_multiple_of));
-        if (o.padding != token_padding::repeat) token_only("padding is not token_padding::repeat");
-        if (!m_lengths->empty())
-            token_only("lengths has " + std::to_string(m_lengths->size()) + " entries");
-        bcl::check_epoch_shape(shape(), who);
-        if (o.rank >= o.num_replicas)
-            refuse("rank " + std::to_string(o.rank) + " of num_replicas " +
-                   std::to_string(o.num_replicas) + ": the rank must be below num_replicas");
-        bcl::check_plan_options(o.plan, who);
-        bcl::check_cost_table(*m_table, who);
-    }
-
-    // Token mode's checks, the settings before the tables (each table O(N)).
-    void check_token_settings() const {
-        const distributed_sampler_options& o = m_options;
-        const auto fixed_only = [](const std::string& what) {
-            refuse(what + ", but it is for batches of batch_size; with max_tokens a micro-batch "
-                          "holds as many records as fit and every record is planned, packed, at "
-                          "its own cost (leave it at its default)");
-        };
-        if (o.batch_size != 0) fixed_only("batch_size is " + std::to_string(o.batch_size));
-        if (o.drop_last) fixed_only("drop_last is true");
-        if (o.plan.batching != bcl::batch_cost::packed)
-            fixed_only("plan_options::batching is not packed");
-        if (std::bit_cast<std::uint64_t>(o.plan.cap) != 0)
-            fixed_only("plan_options::cap is " + bcl::detail::number_text(o.plan.cap));
-        if (!o.plan.level_steps) fixed_only("plan_options::level_steps is false");
-        if (o.num_replicas == 0) refuse("num_replicas must be at least 1 (got 0)");
-        if (o.rank >= o.num_replicas)
-            refuse("rank " + std::to_string(o.rank) + " of num_replicas " +
-                   std::to_string(o.num_replicas) + ": the rank must be below num_replicas");
-        if (o.lookahead == 0) refuse("lookahead must be at least 1 (got 0)");
-        const std::uint64_t most = bcl::detail::tokens::max_record_tokens;
-        if (o.max_tokens > most)
-            refuse("max_tokens is " + std::to_string(o.max_tokens) +
-                   ", above 2^31, the most a micro-batch may hold");
-        if (o.multiple_of == 0) refuse("multiple_of must be at least 1 (got 0)");
-        if (o.micro_batches == 0)
-            refuse("micro_batches must be at least 1 (got 0): the micro-batches each rank runs in "
-                   "a step (the optimizer steps once per micro_batches)");
-        if (o.micro_batches % o.multiple_of != 0)
-            refuse("micro_batches is " + std::to_string(o.micro_batches) +
-                   ", not a multiple of multiple_of (" + std::to_string(o.multiple_of) + ")");
-        const std::size_t cells = bcl::max_plan_records;
-        if (o.num_replicas > cells || o.lookahead > cells / o.num_replicas ||
-            o.micro_batches > cells / (o.num_replicas * o.lookahead))
-            refuse("num_replicas * lookahead * micro_batches = " + std::to_string(o.num_replicas) +
-                   " * " + std::to_string(o.lookahead) + " * " + std::to_string(o.micro_batches) +
-                   " micro-batches in one plan window, above " + "the " + std::to_string(cells) +
-                   " a window may hold");
-        if (o.pad_to_multiple_of == 0 || o.pad_to_multiple_of > o.max_tokens)
-            refuse("pad_to_multiple_of is " + std::to_string(o.pad_to_multiple_of) +
-                   "; it must be at least 1 and at most max_tokens (" +
-                   std::to_string(o.max_tokens) + ")");
-        if (o.padding != token_padding::repeat && o.padding != token_padding::empty &&
-            o.padding != token_padding::error)
-            refuse("padding is " + std::to_string(static_cast<unsigned>(o.padding)) +
-                   ", not a token_padding (repeat, empty or error)");
-        const std::size_t n = m_lengths->size();
-        if (!m_table->empty() && m_table->size() != n)
-            refuse("costs has " + std::to_string(m_table->size()) + " entries, but lengths has " +
-                   std::to_string(n) + "; give one cost per length, or none for the default " +
-                   "L + L^2/24576");
-        if (n / o.multiple_of < o.num_replicas)
-            refuse(std::to_string(n) + " dataset indices (lengths) cannot give one to each of " +
-                   "the num_replicas * multiple_of = " + std::to_string(o.num_replicas) + " * " +
-                   std::to_string(o.multiple_of) + " micro-batches of a step");
-        bcl::check_cost_table(*m_table, who);
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t length = (*m_lengths)[i];
-            const std::uint64_t counted =
-                bcl::detail::tokens::padded_length(length, o.pad_to_multiple_of);
-            if (counted <= o.max_tokens || (o.oversized_alone && counted <= most)) continue;
-            const std::string shown =
-                std::to_string(length) +
-                (counted != length ? " (" + std::to_string(counted) + " padded to a multiple of " +
-                                         std::to_string(o.pad_to_multiple_of) + ")"
-                                   : std::string());
-            if (o.oversized_alone)
-                refuse("the length of dataset index " + std::to_string(i) + " is " + shown +
-                       ", above 2^31, the most a record may hold");
-            refuse("the length of dataset index " + std::to_string(i) + " is " + shown +
-                   ", above max_tokens (" + std::to_string(o.max_tokens) +
-                   "); truncate it, or set oversized_alone to give such a record a micro-batch "
-                   "of its own");
-        }
-    }
-
-    // What an archive must match to load into this sampler.
-    [[nodiscard]] detail::distributed_identity identity() const noexcept {
-        return {.dataset_size = m_dataset_size,
-                .num_replicas = m_options.num_replicas,
-                .rank = m_options.rank,
-                .batch_size = m_options.batch_size,
-                .lookahead = m_options.lookahead,
-                .shuffle = m_options.shuffle,
-                .seed = m_options.seed,
-                .drop_last = m_options.drop_last,
-                .plan = m_options.plan,
-                .costs_digest = m_costs_digest,
-                .batches = m_layout.batches};
-    }
-
-    [[nodiscard]] detail::distributed_token_identity token_identity() const noexcept {
-        return {.dataset_size = m_dataset_size,
-                .num_replicas = m_options.num_replicas,
-                .rank = m_options.rank,
-                .lookahead = m_options.lookahead,
-                .shuffle = m_options.shuffle,
-                .seed = m_options.seed,
-                .max_tokens = m_options.max_tokens,
-                .micro_batches = m_options.micro_batches,
-                .multiple_of = m_options.multiple_of,
-                .oversized_alone = m_options.oversized_alone,
-                .pad_to_multiple_of = m_options.pad_to_multiple_of,
-                .padding = static_cast<std::uint64_t>(m_options.padding),
-                .lengths_digest = m_lengths_digest,
-                .costs_digest = m_costs_digest};
+    // The mode `opt` asks for (max_tokens above 0: token mode), its settings and tables checked.
+    [[nodiscard]] static mode mode_of(std::vector<double> costs, std::vector<std::uint64_t> lengths,
+                                      const distributed_sampler_options& opt) {
+        if (opt.max_tokens > 0)
+            return mode(std::in_place_type<detail::distributed_token_mode>, std::move(costs),
+                        std::move(lengths), opt, who);
+        return mode(std::in_place_type<detail::distributed_fixed_mode>, std::move(costs), lengths,
+                    opt, who);
     }
 
     // The batches of the planned epoch under way (micro-batches in token mode).
     [[nodiscard]] std::size_t planned_batches() const noexcept {
-        return token_mode() ? m_token_plan.micro_batches() : m_plan.batches();
-    }
-    [[nodiscard]] std::uint64_t planned_digest() const noexcept {
-        return token_mode() ? m_token_plan.digest : m_plan.summary.digest;
-    }
-
-    void commit(const detail::distributed_position& saved) noexcept {
-        m_cursor = saved.cursor;
-        m_position = saved.position;
-        m_planned = saved.plan_digest.has_value();
+        return in_mode([](const auto& m) { return m.batches(); });
     }
 
     // The plan is the epoch's alone, so computing it when first asked changes nothing anyone
     // can see: size() may do it on a const sampler.
     void ensure_planned() const {
         if (m_planned) return;
-        if (token_mode())
-            plan_token_epoch(m_cursor.current(), m_token_plan);
-        else
-            plan_epoch(m_cursor.current(), m_plan);
+        in_mode([this](auto& m) { m.plan(m_cursor.current(), who); });
         m_planned = true;
     }
 
-    // Plans `epoch` into `out` with the sampler's scratch; `out` is kept only on success.
-    void plan_epoch(std::size_t epoch, epoch_plan& out) const {
-        bcl::epoch_order(m_dataset_size, m_options.shuffle, m_options.seed, epoch, m_order);
-        m_planner.share(std::span<const double>(*m_table), std::span<const std::size_t>(m_order),
-                        shape(), m_options.rank, m_options.plan, out, who);
-    }
-
-    // Token mode: the epoch's order, unpadded, planned as Python's sampler plans it.
-    void plan_token_epoch(std::size_t epoch, token_epoch_share& out) const {
-        bcl::epoch_order(m_dataset_size, m_options.shuffle, m_options.seed, epoch, m_order);
-        m_token_planner.share(
-            std::span<const std::uint64_t>(*m_lengths), std::span<const double>(*m_table),
-            std::span<const std::size_t>(m_order), budget(), m_options.micro_batches,
-            m_options.lookahead, m_options.rank, token_options(), out, who,
-            m_options.padding == token_padding::repeat);
-    }
-
-    std::shared_ptr<const std::vector<double>> m_table;          // costs (token mode: or none)
-    std::shared_ptr<const std::vector<std::uint64_t>> m_lengths; // token mode: the lengths
-    distributed_sampler_options m_options;
-    std::size_t m_dataset_size = 0;
-    std::uint64_t m_costs_digest = 0;
-    std::uint64_t m_lengths_digest = 0;
-    bcl::epoch_layout m_layout; // fixed mode: the order padded or cut, m, the batches per epoch
-
-    detail::epoch_cursor m_cursor; // the epoch; started: next() was called in it
-    std::size_t m_position = 0;    // its batches handed out
-
-    // The epoch under way's plan, computed when first asked (see ensure_planned()).
-    mutable bool m_planned = false; // m_plan (m_token_plan) is the epoch under way's
-    mutable epoch_plan m_plan;
-    mutable token_epoch_share m_token_plan;
-
-    // Scratch, kept so that planning an epoch allocates nothing once one was planned.
-    mutable bcl::epoch_planner m_planner;
-    mutable bcl::token_epoch_planner m_token_planner;
-    mutable std::vector<std::size_t> m_order;
+    // The tables, the settings, the epoch's plan and the planner's scratch (mutable: the plan is
+    // computed when first asked, see ensure_planned()).
+    mutable mode m_mode;
+    detail::epoch_cursor m_cursor;  // the epoch; started: next() was called in it
+    std::size_t m_position = 0;     // its batches handed out
+    mutable bool m_planned = false; // the mode's plan is the epoch under way's
 };
 
 } // namespace bcl::torch

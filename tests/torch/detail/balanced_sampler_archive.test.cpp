@@ -206,6 +206,9 @@ TEST_CASE("balanced_sampler_archive: read_draw: the phase is 0, 1 or 2, the leve
     REQUIRE(draw_refusal(1, 7.5, 0.0).empty());
     REQUIRE(draw_refusal(1, 0.0, 0.0).empty()); // an epoch of zero costs
     REQUIRE(draw_refusal(2, 3.0, 3.0).empty());
+    // A level is a cost (bcl::valid_cost): up to bcl::max_estimate, -0 as 0.
+    REQUIRE(draw_refusal(1, bcl::max_estimate, 0.0).empty());
+    REQUIRE(draw_refusal(0, -0.0, 0.0).empty());
 
     const std::string p = "w: the archive's ";
     REQUIRE(draw_refusal(3, 0.0, 0.0) == p + "bcl_draw is 3, not 0, 1 or 2");

@@ -38,16 +38,16 @@ using bcl::torch::detail::epoch_cursor;
 // A sampler as constructed: every setting away from its default, 5 batches an epoch and rank.
 distributed_identity identity() {
     distributed_identity id;
+    id.settings = {.num_replicas = 4,
+                   .rank = 2,
+                   .batch_size = 5,
+                   .lookahead = 3,
+                   .shuffle = false,
+                   .seed = 77,
+                   .drop_last = true,
+                   .plan = bcl::plan_options{
+                       .batching = bcl::batch_cost::padded, .cap = 2.5, .level_steps = false}};
     id.dataset_size = 100;
-    id.num_replicas = 4;
-    id.rank = 2;
-    id.batch_size = 5;
-    id.lookahead = 3;
-    id.shuffle = false;
-    id.seed = 77;
-    id.drop_last = true;
-    id.plan =
-        bcl::plan_options{.batching = bcl::batch_cost::padded, .cap = 2.5, .level_steps = false};
     id.costs_digest = 0xfedcba9876543210ULL;
     id.batches = 5;
     return id;
@@ -169,25 +169,26 @@ TEST_CASE("distributed_sampler_archive: a sampler whose setting or cap differs r
     const std::vector<change> changes = {
         {[](auto& id) { id.dataset_size = 101; },
          "bcl_dataset_size is 100, but this sampler's dataset size is 101"},
-        {[](auto& id) { id.num_replicas = 8; },
+        {[](auto& id) { id.settings.num_replicas = 8; },
          "bcl_num_replicas is 4, but this sampler's num_replicas is 8"},
-        {[](auto& id) { id.rank = 1; }, "bcl_rank is 2, but this sampler's rank is 1"},
-        {[](auto& id) { id.batch_size = 4; },
+        {[](auto& id) { id.settings.rank = 1; }, "bcl_rank is 2, but this sampler's rank is 1"},
+        {[](auto& id) { id.settings.batch_size = 4; },
          "bcl_batch_size is 5, but this sampler's batch size is 4"},
-        {[](auto& id) { id.lookahead = 8; },
+        {[](auto& id) { id.settings.lookahead = 8; },
          "bcl_lookahead is 3, but this sampler's lookahead is 8"},
-        {[](auto& id) { id.shuffle = true; }, "bcl_shuffle is 0, but this sampler's shuffle is 1"},
-        {[](auto& id) { id.seed = 78; }, "bcl_seed is 77, but this sampler's seed is 78"},
-        {[](auto& id) { id.drop_last = false; },
+        {[](auto& id) { id.settings.shuffle = true; },
+         "bcl_shuffle is 0, but this sampler's shuffle is 1"},
+        {[](auto& id) { id.settings.seed = 78; }, "bcl_seed is 77, but this sampler's seed is 78"},
+        {[](auto& id) { id.settings.drop_last = false; },
          "bcl_drop_last is 1, but this sampler's drop_last is 0"},
-        {[](auto& id) { id.plan.batching = bcl::batch_cost::packed; },
+        {[](auto& id) { id.settings.plan.batching = bcl::batch_cost::packed; },
          "bcl_batching is 1, but this sampler's plan_options::batching is 0"},
-        {[](auto& id) { id.plan.level_steps = true; },
+        {[](auto& id) { id.settings.plan.level_steps = true; },
          "bcl_level_steps is 0, but this sampler's plan_options::level_steps is 1"},
         {[](auto& id) { id.costs_digest = 1; },
          "bcl_costs is 18364758544493064720, but this sampler's cost table's digest is 1 (the "
          "cost table differs from the saved run's)"},
-        {[](auto& id) { id.plan.cap = 3.0; },
+        {[](auto& id) { id.settings.plan.cap = 3.0; },
          "bcl_cap is 2.5, but this sampler's plan_options::cap is 3"},
     };
     for (const change& c : changes) {
@@ -199,9 +200,9 @@ TEST_CASE("distributed_sampler_archive: a sampler whose setting or cap differs r
 
     // The cap is compared bit for bit: 0 and -0 differ.
     distributed_identity zero = identity();
-    zero.plan.cap = 0.0;
+    zero.settings.plan.cap = 0.0;
     distributed_identity negative_zero = identity();
-    negative_zero.plan.cap = -0.0;
+    negative_zero.settings.plan.cap = -0.0;
     REQUIRE_THAT(refusal(written(zero, midway()), negative_zero), Contains("bcl_cap is 0, but"));
     REQUIRE(refusal(written(zero, midway()), zero).empty());
 }
@@ -251,30 +252,29 @@ TEST_CASE("distributed_sampler_archive: the seal is checked last, over every fie
 
 namespace {
 
-using bcl::torch::detail::distributed_token_identity;
 using bcl::torch::detail::token_epoch_check;
 
 // A sampler in token mode as constructed: every setting away from its default.
-distributed_token_identity token_identity() {
-    distributed_token_identity id;
+distributed_identity token_identity() {
+    distributed_identity id;
+    id.settings = {.num_replicas = 4,
+                   .rank = 3,
+                   .lookahead = 2,
+                   .shuffle = false,
+                   .seed = 77,
+                   .max_tokens = 4096,
+                   .micro_batches = 6,
+                   .multiple_of = 3,
+                   .oversized_alone = true,
+                   .pad_to_multiple_of = 8,
+                   .padding = bcl::torch::token_padding::empty};
     id.dataset_size = 300;
-    id.num_replicas = 4;
-    id.rank = 3;
-    id.lookahead = 2;
-    id.shuffle = false;
-    id.seed = 77;
-    id.max_tokens = 4096;
-    id.micro_batches = 6;
-    id.multiple_of = 3;
-    id.oversized_alone = true;
-    id.pad_to_multiple_of = 8;
-    id.padding = 1; // empty
-    id.lengths_digest = 0x0123456789abcdefULL;
     id.costs_digest = 0xfedcba9876543210ULL;
+    id.lengths_digest = 0x0123456789abcdefULL;
     return id;
 }
 
-std::string token_written(const distributed_token_identity& id, const distributed_position& at) {
+std::string token_written(const distributed_identity& id, const distributed_position& at) {
     torch::serialize::OutputArchive out;
     bcl::torch::detail::write_distributed_token_archive(out, id, at);
     return archive_bytes(out);
@@ -284,7 +284,7 @@ std::string token_written(const distributed_token_identity& id, const distribute
 // micro-batches (another epoch: another digest); logs the epochs the plan is asked for.
 struct token_reading {
     std::vector<std::size_t> planned;
-    distributed_position read(const std::string& bytes, const distributed_token_identity& id) {
+    distributed_position read(const std::string& bytes, const distributed_identity& id) {
         torch::serialize::InputArchive archive;
         std::istringstream stream(bytes);
         archive.load_from(stream);
@@ -296,7 +296,7 @@ struct token_reading {
     }
 };
 
-std::string token_refusal(const std::string& bytes, const distributed_token_identity& id) {
+std::string token_refusal(const std::string& bytes, const distributed_identity& id) {
     try {
         (void)token_reading().read(bytes, id);
     } catch (const bcl::error& e) {
@@ -404,31 +404,31 @@ TEST_CASE("distributed_sampler_archive: a token-mode archive gives back its posi
                                    "epoch 5 (bcl_epoch)"));
 
     struct change {
-        std::function<void(distributed_token_identity&)> apply;
+        std::function<void(distributed_identity&)> apply;
         std::string message;
     };
     const std::vector<change> changes = {
-        {[](auto& id) { id.max_tokens = 8192; },
+        {[](auto& id) { id.settings.max_tokens = 8192; },
          "bcl_max_tokens is 4096, but this sampler's max_tokens is 8192"},
-        {[](auto& id) { id.micro_batches = 3; },
+        {[](auto& id) { id.settings.micro_batches = 3; },
          "bcl_micro_batches is 6, but this sampler's micro_batches is 3"},
-        {[](auto& id) { id.multiple_of = 1; },
+        {[](auto& id) { id.settings.multiple_of = 1; },
          "bcl_multiple_of is 3, but this sampler's multiple_of is 1"},
-        {[](auto& id) { id.oversized_alone = false; },
+        {[](auto& id) { id.settings.oversized_alone = false; },
          "bcl_oversized_alone is 1, but this sampler's oversized_alone is 0"},
-        {[](auto& id) { id.pad_to_multiple_of = 1; },
+        {[](auto& id) { id.settings.pad_to_multiple_of = 1; },
          "bcl_pad_to_multiple_of is 8, but this sampler's pad_to_multiple_of is 1"},
-        {[](auto& id) { id.padding = 2; },
+        {[](auto& id) { id.settings.padding = bcl::torch::token_padding::error; },
          "bcl_padding is 1 (empty), but this sampler's padding is 2 (error)"},
         {[](auto& id) { id.lengths_digest = 1; },
          "bcl_lengths is 81985529216486895, but this sampler's lengths' digest is 1 (the "
          "lengths differ from the saved run's)"},
-        {[](auto& id) { id.lookahead = 8; },
+        {[](auto& id) { id.settings.lookahead = 8; },
          "bcl_lookahead is 2, but this sampler's lookahead is 8"},
     };
     const std::string bytes = token_written(token_identity(), midway());
     for (const change& c : changes) {
-        distributed_token_identity other = token_identity();
+        distributed_identity other = token_identity();
         c.apply(other);
         CAPTURE(c.message);
         REQUIRE(token_refusal(bytes, other) == prefix + c.message);
@@ -443,4 +443,36 @@ TEST_CASE("distributed_sampler_archive: a token-mode archive gives back its posi
                  Contains(prefix + "bcl_format is "
                                    "\"bcl::torch::distributed_balanced_sampler/tokens/1\"") &&
                      Contains("this one hands out batches of batch_size"));
+}
+
+TEST_CASE("distributed_sampler_archive: one identity serves both modes; each format saves its own "
+          "mode's settings and none of the other's",
+          "[torch][distributed_sampler_archive][tokens]") {
+    const auto same = [](const auto& a, const auto& b) {
+        REQUIRE(a.size() == b.size());
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            CAPTURE(k);
+            REQUIRE(std::string(a[k].key) == b[k].key);
+            REQUIRE(a[k].value == b[k].value);
+        }
+    };
+    // The fixed mode's settings changed in a token identity, and the token mode's in a fixed one:
+    // the other format's fields stay as they were.
+    distributed_identity tokens = token_identity();
+    tokens.settings.batch_size = 9;
+    tokens.settings.drop_last = true;
+    tokens.settings.plan.batching = bcl::batch_cost::padded;
+    tokens.batches = 12;
+    same(bcl::torch::detail::distributed_token_settings(tokens),
+         bcl::torch::detail::distributed_token_settings(token_identity()));
+    distributed_identity fixed = identity();
+    fixed.settings.max_tokens = 4096;
+    fixed.settings.micro_batches = 2;
+    fixed.settings.padding = bcl::torch::token_padding::error;
+    fixed.lengths_digest = 7;
+    same(bcl::torch::detail::distributed_settings(fixed),
+         bcl::torch::detail::distributed_settings(identity()));
+    // And either archive, written from the changed identity, reads back as the genuine one's.
+    REQUIRE(token_reading().read(token_written(tokens, midway()), token_identity()).position == 3);
+    REQUIRE(reading().read(written(fixed, midway()), identity()).position == 3);
 }

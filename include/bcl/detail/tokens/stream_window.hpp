@@ -5,8 +5,8 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/tokens/budget.hpp>
 #include <bcl/detail/tokens/token_records.hpp>
-#include <bcl/token_budget.hpp>
 
 #include <algorithm>
 #include <cmath>

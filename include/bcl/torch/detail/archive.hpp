@@ -6,6 +6,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/random.hpp>
 #include <bcl/error.hpp>
 
 #if __has_include(<torch/serialize/archive.h>)
@@ -28,7 +29,7 @@ namespace bcl::torch::detail {
 
 /// A 64-bit digest of an archive's fields, to catch an accidental or naive edit: a value changed,
 /// an entry dropped, added or moved, a field swapped for another's. Each field's key, element
-/// type, length and values are mixed word by word (the SplitMix64 finalizer); the fields' hashes
+/// type, length and values are mixed word by word (a SplitMix64 step); the fields' hashes
 /// are summed, so the digest does not depend on the order fields are added in. Not cryptographic:
 /// whoever knows this code can recompute it, so load() checks every field on its own as well.
 class archive_digest {
@@ -60,12 +61,10 @@ public:
     [[nodiscard]] std::uint64_t value() const noexcept { return mix(m_sum); }
 
 private:
-    // SplitMix64's output function: every input bit moves about half of the output bits.
+    // One step of SplitMix64 from state z: the golden gamma added, then its finalizer
+    // (bcl::detail::mix64), so every input bit moves about half of the output bits.
     [[nodiscard]] static constexpr std::uint64_t mix(std::uint64_t z) noexcept {
-        z += 0x9e3779b97f4a7c15ULL;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
+        return bcl::detail::mix64(z + 0x9e3779b97f4a7c15ULL);
     }
 
     std::uint64_t m_sum = 0;

@@ -8,6 +8,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/cost_check.hpp>
 #include <bcl/cost_estimator.hpp>
 #include <bcl/detail/number_text.hpp>
 #include <bcl/detail/state/index_epoch_check.hpp>
@@ -111,8 +112,7 @@ inline epoch_draw read_draw(archive_reader& in, const bcl::options& opt) {
     if (phase < 0 || phase > 2) in.fail("bcl_draw is " + std::to_string(phase) + ", not 0, 1 or 2");
     const epoch_draw d{static_cast<draw_phase>(phase), in.real("bcl_mean_cost")};
     const auto text = [](double x) { return bcl::detail::number_text(x); };
-    if (!(d.level >= 0.0 && d.level <= bcl::max_estimate) ||
-        (d.phase == draw_phase::bulk && d.level == 0.0))
+    if (!bcl::valid_cost(d.level) || (d.phase == draw_phase::bulk && d.level == 0.0))
         in.fail("bcl_mean_cost is " + text(d.level) + ", not a mean cost its bcl_draw allows");
     const double saved = d.phase == draw_phase::bulk ? d.level : 0.0;
     if (saved != opt.mean_cost)

@@ -16,6 +16,7 @@
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/archive_header.hpp>
 #include <bcl/torch/detail/epoch_cursor.hpp>
+#include <bcl/torch/distributed_sampler_options.hpp>
 
 #if __has_include(<torch/serialize/archive.h>)
 
@@ -32,19 +33,17 @@
 
 namespace bcl::torch::detail {
 
-/// What an archive must match: the distributed sampler it is loaded into, as it was constructed.
+/// What an archive must match: the distributed sampler it is loaded into, as it was constructed,
+/// in either mode. Each mode's format saves the settings of its own mode (distributed_settings,
+/// distributed_token_settings); the other mode's are at their defaults, which the sampler's
+/// constructor made sure of, and the format tag tells the modes apart.
 struct distributed_identity {
-    std::size_t dataset_size = 0; // the cost table's size
-    std::size_t num_replicas = 0;
-    std::size_t rank = 0;
-    std::size_t batch_size = 0;
-    std::size_t lookahead = 0;
-    bool shuffle = true;
-    std::uint64_t seed = 0;
-    bool drop_last = false;
-    bcl::plan_options plan{};
-    std::uint64_t costs_digest = 0; // bcl::cost_table_digest of the cost table
-    std::size_t batches = 0;        // per epoch and rank (bcl::epoch_layout::batches)
+    distributed_sampler_options settings{}; // as given to the constructor
+    std::size_t dataset_size = 0;           // the cost table's size (token mode: the lengths')
+    std::uint64_t costs_digest = 0;         // bcl::cost_table_digest of the costs (token mode:
+                                            // empty for the default cost)
+    std::uint64_t lengths_digest = 0;       // token mode: length_table_digest of the lengths
+    std::size_t batches = 0; // fixed mode: per epoch and rank (bcl::epoch_layout::batches)
 };
 
 /// Where a distributed sampler stands: its epoch, the batches of the epoch under way handed
@@ -65,17 +64,18 @@ struct distributed_setting {
 /// The settings of `id` saved one field each (the cap, a double, is saved apart).
 [[nodiscard]] inline std::array<distributed_setting, 11>
 distributed_settings(const distributed_identity& id) noexcept {
+    const distributed_sampler_options& s = id.settings;
     return {
         {{"bcl_dataset_size", "dataset size", id.dataset_size},
-         {"bcl_num_replicas", "num_replicas", id.num_replicas},
-         {"bcl_rank", "rank", id.rank},
-         {"bcl_batch_size", "batch size", id.batch_size},
-         {"bcl_lookahead", "lookahead", id.lookahead},
-         {"bcl_shuffle", "shuffle", id.shuffle ? 1U : 0U},
-         {"bcl_seed", "seed", id.seed},
-         {"bcl_drop_last", "drop_last", id.drop_last ? 1U : 0U},
-         {"bcl_batching", "plan_options::batching", static_cast<std::uint64_t>(id.plan.batching)},
-         {"bcl_level_steps", "plan_options::level_steps", id.plan.level_steps ? 1U : 0U},
+         {"bcl_num_replicas", "num_replicas", s.num_replicas},
+         {"bcl_rank", "rank", s.rank},
+         {"bcl_batch_size", "batch size", s.batch_size},
+         {"bcl_lookahead", "lookahead", s.lookahead},
+         {"bcl_shuffle", "shuffle", s.shuffle ? 1U : 0U},
+         {"bcl_seed", "seed", s.seed},
+         {"bcl_drop_last", "drop_last", s.drop_last ? 1U : 0U},
+         {"bcl_batching", "plan_options::batching", static_cast<std::uint64_t>(s.plan.batching)},
+         {"bcl_level_steps", "plan_options::level_steps", s.plan.level_steps ? 1U : 0U},
          {"bcl_costs", "cost table's digest", id.costs_digest}}};
 }
 
@@ -161,7 +161,7 @@ inline void write_distributed_archive(::torch::serialize::OutputArchive& archive
     };
     write_header(out, distributed_sampler_format, at.cursor);
     for (const distributed_setting& s : distributed_settings(id)) out.int64s(s.key, one(s.value));
-    out.real("bcl_cap", id.plan.cap);
+    out.real("bcl_cap", id.settings.plan.cap);
     write_position(out, at);
 }
 
@@ -179,10 +179,10 @@ read_distributed_archive(archive_reader& in, const distributed_identity& id, Pla
     at.cursor = read_header(in, distributed_sampler_format);
     check_settings(in, distributed_settings(id));
     if (const double cap = in.real("bcl_cap");
-        std::bit_cast<std::uint64_t>(cap) != std::bit_cast<std::uint64_t>(id.plan.cap))
+        std::bit_cast<std::uint64_t>(cap) != std::bit_cast<std::uint64_t>(id.settings.plan.cap))
         in.fail("bcl_cap is " + bcl::detail::number_text(cap) +
                 ", but this sampler's plan_options::cap is " +
-                bcl::detail::number_text(id.plan.cap));
+                bcl::detail::number_text(id.settings.plan.cap));
     read_position(in, at, "batches", id.batches);
     if (at.plan_digest) {
         const std::size_t epoch = at.cursor.current();
@@ -195,25 +195,6 @@ read_distributed_archive(archive_reader& in, const distributed_identity& id, Pla
     check_seal(in);
     return at;
 }
-
-/// What a token-mode archive must match: the distributed sampler in token mode it is loaded
-/// into, as it was constructed.
-struct distributed_token_identity {
-    std::size_t dataset_size = 0; // the lengths table's size
-    std::size_t num_replicas = 0;
-    std::size_t rank = 0;
-    std::size_t lookahead = 0;
-    bool shuffle = true;
-    std::uint64_t seed = 0;
-    std::uint64_t max_tokens = 0;
-    std::size_t micro_batches = 0;
-    std::size_t multiple_of = 1;
-    bool oversized_alone = false;
-    std::uint64_t pad_to_multiple_of = 1;
-    std::uint64_t padding = 0;        // bcl::torch::token_padding: 0 repeat, 1 empty, 2 error
-    std::uint64_t lengths_digest = 0; // length_table_digest of the lengths
-    std::uint64_t costs_digest = 0;   // bcl::cost_table_digest of the costs (empty: the default)
-};
 
 /// What load() checks an archive's position against: the plan of the saved epoch.
 struct token_epoch_check {
@@ -232,19 +213,20 @@ length_table_digest(std::span<const std::uint64_t> lengths) noexcept {
 
 /// The settings of `id` saved one field each.
 [[nodiscard]] inline std::array<distributed_setting, 14>
-distributed_token_settings(const distributed_token_identity& id) noexcept {
+distributed_token_settings(const distributed_identity& id) noexcept {
+    const distributed_sampler_options& s = id.settings;
     return {{{"bcl_dataset_size", "dataset size", id.dataset_size},
-             {"bcl_num_replicas", "num_replicas", id.num_replicas},
-             {"bcl_rank", "rank", id.rank},
-             {"bcl_lookahead", "lookahead", id.lookahead},
-             {"bcl_shuffle", "shuffle", id.shuffle ? 1U : 0U},
-             {"bcl_seed", "seed", id.seed},
-             {"bcl_max_tokens", "max_tokens", id.max_tokens},
-             {"bcl_micro_batches", "micro_batches", id.micro_batches},
-             {"bcl_multiple_of", "multiple_of", id.multiple_of},
-             {"bcl_oversized_alone", "oversized_alone", id.oversized_alone ? 1U : 0U},
-             {"bcl_pad_to_multiple_of", "pad_to_multiple_of", id.pad_to_multiple_of},
-             {"bcl_padding", "padding", id.padding},
+             {"bcl_num_replicas", "num_replicas", s.num_replicas},
+             {"bcl_rank", "rank", s.rank},
+             {"bcl_lookahead", "lookahead", s.lookahead},
+             {"bcl_shuffle", "shuffle", s.shuffle ? 1U : 0U},
+             {"bcl_seed", "seed", s.seed},
+             {"bcl_max_tokens", "max_tokens", s.max_tokens},
+             {"bcl_micro_batches", "micro_batches", s.micro_batches},
+             {"bcl_multiple_of", "multiple_of", s.multiple_of},
+             {"bcl_oversized_alone", "oversized_alone", s.oversized_alone ? 1U : 0U},
+             {"bcl_pad_to_multiple_of", "pad_to_multiple_of", s.pad_to_multiple_of},
+             {"bcl_padding", "padding", static_cast<std::uint64_t>(s.padding)},
              {"bcl_lengths", "lengths' digest", id.lengths_digest},
              {"bcl_costs", "cost table's digest", id.costs_digest}}};
 }
@@ -254,7 +236,7 @@ distributed_token_settings(const distributed_token_identity& id) noexcept {
 /// micro-batches handed out), the plan digest (no value if the epoch is not planned), and the
 /// seal. O(1).
 inline void write_distributed_token_archive(::torch::serialize::OutputArchive& archive,
-                                            const distributed_token_identity& id,
+                                            const distributed_identity& id,
                                             const distributed_position& at) {
     archive_writer out(archive);
     const auto one = [](std::uint64_t v) {
@@ -276,8 +258,7 @@ inline void write_distributed_token_archive(::torch::serialize::OutputArchive& a
 /// `plan`.
 template <class Plan>
 [[nodiscard]] distributed_position
-read_distributed_token_archive(archive_reader& in, const distributed_token_identity& id,
-                               Plan&& plan) {
+read_distributed_token_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
     distributed_position at;
     at.cursor = read_header(in, distributed_token_format);
     check_settings(in, distributed_token_settings(id));

@@ -5,12 +5,16 @@
 //   bcl-sim --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt
 //           --ranks 8 --batch 16 --lookahead 8 --steps 400
 //
+// Two modes, chosen once from the flags: fixed-size batches (simulate.hpp, report.hpp) and, with
+// --max-tokens, micro-batch mode (token_simulate.hpp, token_report.hpp).
+//
 // Exit codes: 0 success, 2 bad input (flags, distribution, cost model, workload file) or a
 // bcl::error from a balancer (a record or a round that does not fit --memory-budget), 1 other.
 
 #include "cli.hpp"
 #include "report.hpp"
 #include "simulator.hpp"
+#include "token_report.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -18,6 +22,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <variant>
@@ -26,52 +31,22 @@
 namespace {
 
 using bcl_sim::sim_config;
-using bcl_sim::sim_result;
 using bcl_sim::report::cli_options;
 
 constexpr std::string_view program = "bcl-sim";
 
-/// Runs the requested policies one simulate() call at a time, so that the progress line can say
-/// which policy runs and how far it got. The result is what a single call with all of them gives:
-/// every policy reads a fresh stream, and none, the reference every call runs, is the same each
-/// time.
-sim_result simulate_each(const sim_config& cfg, bcl_cli::progress& bar) {
-    bcl_sim::validate(cfg); // every flag, before the first policy runs
-    // In the order asked for, each once.
-    const std::vector<std::string> names = bcl_sim::requested_policy_names(cfg);
+/// Micro-batch mode's flags as given, before they become cfg.tokens: a count given is set even
+/// when 0, so that validate_tokens() can refuse it.
+struct token_flags {
+    std::uint64_t max_tokens = 0;
+    std::size_t step_records = 0;
+    std::size_t micro_batches = 0;
+    std::string oversized = "error";
+};
 
-    const bcl_sim::emit_observer observer =
-        bar.enabled() ? bcl_sim::emit_observer([&bar](std::size_t step, std::size_t,
-                                                      std::uint64_t) { bar.step(step + 1); })
-                      : bcl_sim::emit_observer{};
-    sim_result out;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        sim_config one = cfg;
-        one.policies = {names[i]};
-        bar.begin(fmt::format("bcl-sim: policy {} ({}/{})", names[i], i + 1, names.size()),
-                  cfg.steps);
-        sim_result res = bcl_sim::simulate(one, {}, observer);
-        if (i == 0) {
-            out = std::move(res);
-            continue;
-        }
-        std::move(res.policies.begin(), res.policies.end(), std::back_inserter(out.policies));
-        std::move(res.skipped.begin(), res.skipped.end(), std::back_inserter(out.skipped));
-    }
-    bar.clear();
-    return out;
-}
-
-} // namespace
-
-int main(int argc, char** argv) {
-    cli_options opt;
+// The workload, the ranks and steps, the policies and the output format.
+void add_run_flags(CLI::App& app, cli_options& opt) {
     sim_config& cfg = opt.cfg;
-    CLI::App app{"bcl-sim: simulate R synchronous data-parallel ranks and compare batching "
-                 "policies (efficiency = mean rank step cost / mean slowest-rank step cost)"};
-    // A flag given twice takes its last value, so a script can put defaults before the user's
-    // flags.
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     bcl_cli::add_workload_flags(app, cfg.dist_text, opt.cost_text);
     bcl_cli::add_count(app, "--ranks", cfg.ranks, "R, data-parallel ranks", std::size_t{1} << 20);
     bcl_cli::add_batch_flags(app, cfg.batch, cfg.lookahead);
@@ -88,6 +63,11 @@ int main(int argc, char** argv) {
            "mffd bin capacity in tokens (default 0: the context length, the smallest power of two "
            "that holds the longest record)")
         ->capture_default_str();
+}
+
+// The cap and its prior, how batches are costed, the mean cost, epochs and the emission order.
+void add_cap_and_epoch_flags(CLI::App& app, cli_options& opt) {
+    sim_config& cfg = opt.cfg;
     app.add_option("--cap", opt.cap_text,
                    "outlier cap for every policy: none | p<percent> (p99, p99.5: the streaming "
                    "quantile of each rank's costs) | a length in tokens (e.g. 32768)")
@@ -134,6 +114,11 @@ int main(int argc, char** argv) {
     bcl_cli::add_choice(app, "--emission", opt.emission_text,
                         "order in which the bcl policies emit a round's batches",
                         bcl_cli::choices_of<bcl::emission_order>());
+}
+
+// The sliding buffer, the memory budget, the trace, and the true cost and its calibration.
+void add_cost_flags(CLI::App& app, cli_options& opt) {
+    sim_config& cfg = opt.cfg;
     bcl_cli::add_count(app, "--buffer-windows", cfg.buffer_windows,
                        "sliding: the buffer holds this many windows of K*B records per rank",
                        std::size_t{1} << 20);
@@ -170,38 +155,138 @@ int main(int argc, char** argv) {
                        "JSON only: each policy's efficiency (and calibration_error) over blocks "
                        "of this many steps, in \"windows\"; 0 for none",
                        bcl_cli::max_steps);
-    // Micro-batch mode.
-    std::uint64_t max_tokens = 0;
-    std::size_t step_records = 0;
-    std::size_t micro_batches = 0;
-    bcl_cli::add_count(app, "--max-tokens", max_tokens,
+}
+
+// Micro-batch mode: --max-tokens and the flags that go with it.
+void add_token_flags(CLI::App& app, cli_options& opt, token_flags& t) {
+    bcl_cli::add_count(app, "--max-tokens", t.max_tokens,
                        "T: micro-batch mode. Every rank cuts its share of a step into "
                        "micro-batches of at most T tokens, as many on every rank; the policies "
                        "are then " +
                            bcl_sim::token_policy_names() + " (docs/tokens.md)",
                        bcl_sim::max_token_budget);
-    bcl_cli::add_count(app, "--step-records", step_records,
+    bcl_cli::add_count(app, "--step-records", t.step_records,
                        "with --max-tokens: held batches, every step each rank draws N records "
                        "(the step's global batch is all R*N); --lookahead K pools K of them in one "
                        "bcl plan (default 1 here)",
                        bcl::max_plan_records);
-    bcl_cli::add_count(app, "--micro-batches", micro_batches,
+    bcl_cli::add_count(app, "--micro-batches", t.micro_batches,
                        "with --max-tokens: a stream of steps, every step M micro-batches on every "
                        "rank; bcl plans windows of --lookahead K steps",
                        bcl::max_plan_records);
-    bcl_cli::add_count(app, "--multiple-of", cfg.tokens.multiple_of,
+    bcl_cli::add_count(app, "--multiple-of", opt.cfg.tokens.multiple_of,
                        "with --max-tokens: every step's micro-batch count a multiple of m",
                        bcl::max_plan_records);
-    std::string oversized = "error";
-    bcl_cli::add_choice(app, "--oversized", oversized,
+    bcl_cli::add_choice(app, "--oversized", t.oversized,
                         "with --max-tokens, a record above T: error (refuse it) | alone (a "
                         "micro-batch of its own, bcl::token_plan_options::oversized_alone)",
                         {"error", "alone"});
-    app.add_option("--max-fill", cfg.tokens.max_fill,
+    app.add_option("--max-fill", opt.cfg.tokens.max_fill,
                    "with --micro-batches: the share of a window's R*K*M*T tokens global fills "
                    "(bcl::token_plan_options::max_fill, in (0, 1]); less leaves room for balance "
                    "at the price of micro-steps")
         ->capture_default_str();
+}
+
+// The flags as given, parsed into the configuration; throws input_error for a bad value.
+void resolve_flags(const CLI::App& app, cli_options& opt, const token_flags& t) {
+    sim_config& cfg = opt.cfg;
+    cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
+    cfg.cost = bcl_sim::parse_cost(opt.cost_text);
+    if (!opt.true_cost_text.empty())
+        cfg.true_cost = bcl_sim::parse_cost(opt.true_cost_text, "--true-cost");
+    if (!opt.drift_text.empty()) cfg.drift = bcl_sim::parse_drift(opt.drift_text);
+    cfg.cap = bcl_sim::parse_cap(opt.cap_text);
+    cfg.cap_action = bcl_sim::parse_cap_action(opt.cap_action_text);
+    cfg.cap_prior = bcl_sim::parse_cap_prior(opt.cap_prior_text);
+    cfg.batching = bcl_sim::parse_batching(opt.batching_text);
+    cfg.emission = bcl_sim::parse_emission(opt.emission_text);
+    bcl_sim::parse_mean_cost(opt.mean_cost_text, cfg);
+    cfg.epoch_start = bcl_sim::parse_epoch_start(opt.epoch_start_text);
+    if (!opt.policy_text.empty()) cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
+    if (app.count("--max-tokens") > 0) cfg.tokens.max_tokens = t.max_tokens;
+    if (app.count("--step-records") > 0) cfg.tokens.step_records = t.step_records;
+    if (app.count("--micro-batches") > 0) cfg.tokens.micro_batches = t.micro_batches;
+    cfg.tokens.oversized_alone = t.oversized == "alone";
+    if (cfg.tokens.enabled()) {
+        // global_fixed's B, if given; held batches plan one at a time unless told otherwise.
+        if (app.count("--batch") > 0) cfg.tokens.fixed_batch = cfg.batch;
+        if (cfg.tokens.held() && app.count("--lookahead") == 0) cfg.lookahead = 1;
+    }
+}
+
+/// Runs `names`, a mode's policies, one `simulate` call at a time, so that the progress line can
+/// say which policy runs and how far it got. The result is what a single call with all of them
+/// gives: every policy reads a fresh stream, and none, the reference every call runs, is the
+/// same each time.
+template <class Result>
+Result simulate_each(const sim_config& cfg, const std::vector<std::string>& names,
+                     Result (*simulate)(const sim_config&, bcl_sim::source_factory,
+                                        const bcl_sim::emit_observer&),
+                     bcl_cli::progress& bar) {
+    const bcl_sim::emit_observer observer =
+        bar.enabled() ? bcl_sim::emit_observer([&bar](std::size_t step, std::size_t,
+                                                      std::uint64_t) { bar.step(step + 1); })
+                      : bcl_sim::emit_observer{};
+    Result out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        sim_config one = cfg;
+        one.policies = {names[i]};
+        bar.begin(fmt::format("bcl-sim: policy {} ({}/{})", names[i], i + 1, names.size()),
+                  cfg.steps);
+        Result res = simulate(one, {}, observer);
+        if (i == 0) {
+            out = std::move(res);
+            continue;
+        }
+        std::move(res.policies.begin(), res.policies.end(), std::back_inserter(out.policies));
+        std::move(res.skipped.begin(), res.skipped.end(), std::back_inserter(out.skipped));
+    }
+    bar.clear();
+    return out;
+}
+
+/// Writes a run's result in the format asked for, and its trace if asked.
+template <class Result>
+void print_run(const cli_options& opt, const Result& res) {
+    if (!opt.trace.empty()) bcl_sim::report::write_trace(opt.trace, res);
+    if (opt.format == "json")
+        bcl_sim::report::print_json(opt, res);
+    else if (opt.format == "csv")
+        bcl_sim::report::print_csv(res);
+    else
+        bcl_sim::report::print_table(opt, res);
+}
+
+// Runs the configuration in its mode, each mode checking every flag before its first policy
+// runs, and prints the result.
+void run(const cli_options& opt, bcl_cli::progress& bar) {
+    const sim_config& cfg = opt.cfg;
+    if (cfg.tokens.enabled()) {
+        bcl_sim::validate_tokens(cfg);
+        print_run(opt, simulate_each(cfg, bcl_sim::requested_token_policies(cfg),
+                                     &bcl_sim::simulate_tokens, bar));
+    } else {
+        bcl_sim::validate(cfg);
+        print_run(
+            opt, simulate_each(cfg, bcl_sim::requested_policy_names(cfg), &bcl_sim::simulate, bar));
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    cli_options opt;
+    CLI::App app{"bcl-sim: simulate R synchronous data-parallel ranks and compare batching "
+                 "policies (efficiency = mean rank step cost / mean slowest-rank step cost)"};
+    // A flag given twice takes its last value, so a script can put defaults before the user's
+    // flags.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    token_flags tokens;
+    add_run_flags(app, opt);
+    add_cap_and_epoch_flags(app, opt);
+    add_cost_flags(app, opt);
+    add_token_flags(app, opt, tokens);
     bcl_cli::add_progress_flag(app, opt.progress);
 
     const bcl_cli::parsed command = bcl_cli::parse(app, argc, argv, program);
@@ -214,37 +299,8 @@ int main(int argc, char** argv) {
 
     bcl_cli::progress bar(opt.progress);
     const auto failed = bcl_cli::catch_failure([&] {
-        cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
-        cfg.cost = bcl_sim::parse_cost(opt.cost_text);
-        if (!opt.true_cost_text.empty())
-            cfg.true_cost = bcl_sim::parse_cost(opt.true_cost_text, "--true-cost");
-        if (!opt.drift_text.empty()) cfg.drift = bcl_sim::parse_drift(opt.drift_text);
-        cfg.cap = bcl_sim::parse_cap(opt.cap_text);
-        cfg.cap_action = bcl_sim::parse_cap_action(opt.cap_action_text);
-        cfg.cap_prior = bcl_sim::parse_cap_prior(opt.cap_prior_text);
-        cfg.batching = bcl_sim::parse_batching(opt.batching_text);
-        cfg.emission = bcl_sim::parse_emission(opt.emission_text);
-        bcl_sim::parse_mean_cost(opt.mean_cost_text, cfg);
-        cfg.epoch_start = bcl_sim::parse_epoch_start(opt.epoch_start_text);
-        if (!opt.policy_text.empty())
-            cfg.policies = bcl_cli::split_names(opt.policy_text, "--policy");
-        if (app.count("--max-tokens") > 0) cfg.tokens.max_tokens = max_tokens;
-        if (app.count("--step-records") > 0) cfg.tokens.step_records = step_records;
-        if (app.count("--micro-batches") > 0) cfg.tokens.micro_batches = micro_batches;
-        cfg.tokens.oversized_alone = oversized == "alone";
-        if (cfg.tokens.enabled()) {
-            // global_fixed's B, if given; held batches plan one at a time unless told otherwise.
-            if (app.count("--batch") > 0) cfg.tokens.fixed_batch = cfg.batch;
-            if (cfg.tokens.held() && app.count("--lookahead") == 0) cfg.lookahead = 1;
-        }
-        const sim_result res = simulate_each(cfg, bar);
-        if (!opt.trace.empty()) bcl_sim::report::write_trace(opt.trace, res);
-        if (opt.format == "json")
-            bcl_sim::report::print_json(opt, res);
-        else if (opt.format == "csv")
-            bcl_sim::report::print_csv(res);
-        else
-            bcl_sim::report::print_table(opt, res);
+        resolve_flags(app, opt, tokens);
+        run(opt, bar);
     });
     if (failed) {
         bar.clear();

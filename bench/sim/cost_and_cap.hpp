@@ -8,6 +8,7 @@
 
 #include <bcl/cost_check.hpp>
 #include <bcl/detail/intake/outlier_cap.hpp>
+#include <bcl/error.hpp>
 #include <bcl/estimators.hpp>
 #include <bcl/options.hpp>
 
@@ -61,18 +62,28 @@ using cost_model = bcl::affine_quadratic_cost<>;
     return fmt::format("affine:a={},b={},c={}", m.a, m.b, m.c);
 }
 
+/// Throws input_error for rank `rank`'s index-th record, `length` tokens long, whose cost under
+/// the cost model bcl refuses: the library's own message (bcl::throw_invalid_cost), as the
+/// simulator's bad input. Out of line: record_cost's common path is one comparison.
+[[noreturn]] inline void refuse_record_cost(double cost, double length, std::size_t rank,
+                                            std::uint64_t index) {
+    try {
+        bcl::throw_invalid_cost(
+            fmt::format("record {} of rank {} has length {} and cost ", index, rank, length), cost);
+    } catch (const bcl::error& e) {
+        throw input_error(e.what());
+    }
+}
+
 /// The cost under `m` of rank `rank`'s index-th record, `length` tokens long. Throws input_error,
-/// naming the record, if the cost is not one bcl accepts (bcl::valid_cost: finite, >= 0 and at
-/// most bcl::max_estimate; a length too large for the model), so that the simulator plans only
-/// what the library would.
+/// naming the record, if the cost is not one bcl accepts (bcl::valid_cost, the library's one rule:
+/// finite, >= 0 and at most bcl::max_estimate; a length too large for the model), so that the
+/// simulator plans only what the library would.
 [[nodiscard]] inline double record_cost(const cost_model& m, double length, std::size_t rank,
                                         std::uint64_t index) {
     const double cost = m(length);
-    if (!bcl::valid_cost(cost))
-        throw input_error(fmt::format("record {} of rank {} has length {} and cost {}; the cost "
-                                      "model must give a cost >= 0 and at most bcl::max_estimate "
-                                      "({})",
-                                      index, rank, length, cost, bcl::max_estimate));
+    if (!bcl::valid_cost(cost)) [[unlikely]]
+        refuse_record_cost(cost, length, rank, index);
     return cost;
 }
 

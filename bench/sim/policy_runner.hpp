@@ -4,6 +4,7 @@
 #include "batching.hpp"
 #include "calibration.hpp"
 #include "cost_and_cap.hpp"
+#include "token_settings.hpp"
 #include "workload.hpp"
 
 #include <bcl/options.hpp>
@@ -52,26 +53,6 @@ enum class epoch_boundary {
     throw input_error(
         fmt::format("--epoch-start {}: unknown epoch start (expected carry or fresh)", text));
 }
-
-/// Micro-batch mode (--max-tokens): every rank cuts its share of a step into micro-batches of at
-/// most T tokens, as many on every rank. Off (fixed batches of B records) without max_tokens.
-struct token_settings {
-    std::optional<std::uint64_t> max_tokens; ///< --max-tokens T
-    /// --step-records N: held batches, every step each rank draws N records (the step's global
-    /// batch is all R*N of them).
-    std::optional<std::size_t> step_records;
-    /// --micro-batches M: a stream of steps, every step M micro-batches on every rank.
-    std::optional<std::size_t> micro_batches;
-    std::size_t multiple_of = 1;  ///< --multiple-of m: every step's count a multiple of m
-    bool oversized_alone = false; ///< --oversized alone: a record above T alone in a micro-batch
-    double max_fill = 1.0; ///< --max-fill: a stream window's share of R*K*M*T that global fills
-    /// global_fixed's B, records per micro-batch: --batch when given in this mode, else 0 until
-    /// the run resolves it (fixed_batch_for).
-    std::size_t fixed_batch = 0;
-
-    [[nodiscard]] bool enabled() const noexcept { return max_tokens.has_value(); }
-    [[nodiscard]] bool held() const noexcept { return step_records.has_value(); }
-};
 
 /// The settings a run and each of its policies share, given once: bcl-sim's flags of the same
 /// names. sim_config adds what the command line says beyond them, sim_context what a run

@@ -1,6 +1,6 @@
 #pragma once
-// Every input of a simulation run (sim_config), and the inputs resolved from it: --mean-cost,
-// and mffd's default bin.
+// Every input of a simulation run (sim_config), the checks both modes make of it, and the inputs
+// resolved from it: --mean-cost, and mffd's default bin.
 
 #include "batching.hpp"
 #include "calibration.hpp"
@@ -9,7 +9,9 @@
 #include "policy_runner.hpp"
 #include "workload.hpp"
 
+#include <bcl/error.hpp>
 #include <bcl/options.hpp>
+#include <bcl/validate.hpp>
 
 #include <fmt/format.h>
 
@@ -86,6 +88,118 @@ inline void parse_mean_cost(std::string_view text, sim_config& cfg) {
     if (!cfg.mean_cost_exact) return cfg.mean_cost;
     if (lengths.empty()) return 0.0;
     return capped_mean_cost(lengths, cfg.cost, cfg.cap, cfg.cap_action);
+}
+
+/// Throws input_error "`flag` must be at least 1" for a count of 0.
+inline void require_at_least_one(std::size_t value, std::string_view flag) {
+    if (value == 0) throw input_error(fmt::format("{} must be at least 1", flag));
+}
+
+/// bcl::validate(opt), with the bcl::error it throws for options the library refuses reported as
+/// bad input (input_error, same message).
+inline void validate_options(const bcl::options& opt) {
+    try {
+        bcl::validate(opt);
+    } catch (const bcl::error& e) {
+        throw input_error(e.what());
+    }
+}
+
+namespace detail {
+
+// The sizes of a run: counts of at least 1, within what a plan holds, and finite budgets.
+inline void validate_sizes(const sim_config& cfg) {
+    require_at_least_one(cfg.ranks, "--ranks");
+    require_at_least_one(cfg.batch, "--batch");
+    require_at_least_one(cfg.lookahead, "--lookahead");
+    require_at_least_one(cfg.steps, "--steps");
+    if (cfg.ranks > (std::size_t{1} << 20)) throw input_error("--ranks must be at most 1048576");
+    if (std::uint64_t{cfg.ranks} * cfg.batch > (std::uint64_t{1} << 30))
+        throw input_error("--ranks * --batch must be at most 2^30 records per step");
+    if (!(cfg.bin_tokens >= 0.0) || !std::isfinite(cfg.bin_tokens))
+        throw input_error("--bin-tokens must be a finite number >= 0");
+    if (!(cfg.memory_budget >= 0.0) || !std::isfinite(cfg.memory_budget))
+        throw input_error(fmt::format(
+            "--memory-budget must be a finite number of tokens >= 0 (0 for none), got {}",
+            cfg.memory_budget));
+}
+
+// The cap and its prior, and how batches are costed and emitted.
+inline void validate_cap_and_batches(const sim_config& cfg) {
+    if (cfg.cap.kind == bcl::cap_kind::fixed && !(cfg.cap.tokens > 0.0))
+        throw input_error("--cap: a fixed cap must be a length > 0");
+    if (cfg.cap.kind == bcl::cap_kind::quantile &&
+        !(cfg.cap.quantile > 0.0 && cfg.cap.quantile < 1.0))
+        throw input_error("--cap: the percentile must be above 0 and below 100");
+    if (cfg.cap_prior.what == cap_prior_spec::kind::tokens &&
+        !(cfg.cap_prior.tokens > 0.0 && std::isfinite(cfg.cap_prior.tokens)))
+        throw input_error("--cap-prior: a prior must be a length > 0");
+    if (cfg.cap_prior.what != cap_prior_spec::kind::none && cfg.cap.kind != bcl::cap_kind::quantile)
+        throw input_error(fmt::format("--cap-prior {}: a prior needs a quantile --cap such as p99 "
+                                      "(it is the cap until the quantile's warm-up ends), not "
+                                      "--cap {}",
+                                      describe(cfg.cap_prior), describe(cfg.cap)));
+    if (cfg.batching != batch_cost::packed && cfg.batching != batch_cost::padded)
+        throw input_error("--batching: no such batching");
+    if (cfg.emission != emission_order::costliest_first && cfg.emission != emission_order::shuffled)
+        throw input_error("--emission: no such emission order");
+}
+
+// The time noise, the drift and the --window blocks: each within the run.
+inline void validate_timing(const sim_config& cfg) {
+    if (!(cfg.time_noise >= 0.0 && cfg.time_noise <= 5.0))
+        throw input_error(fmt::format(
+            "--time-noise must be a number from 0 to 5 (the sigma of exp(N(0, sigma))), got {}",
+            cfg.time_noise));
+    if (cfg.drift && cfg.drift->step >= cfg.steps)
+        throw input_error(fmt::format("--drift {}:{}: the run has only {} steps (0 to {})",
+                                      cfg.drift->step, describe(cfg.drift->model), cfg.steps,
+                                      cfg.steps - 1));
+    if (cfg.window > cfg.steps)
+        throw input_error(
+            fmt::format("--window {}: more than the run's {} steps", cfg.window, cfg.steps));
+}
+
+// Epochs and the mean cost the bcl policies aim at, and a prior that --calibrate can rescale.
+inline void validate_epochs_and_mean(const sim_config& cfg) {
+    if (cfg.epoch_steps > (std::uint64_t{1} << 30) / cfg.batch)
+        throw input_error(fmt::format("--epoch-steps {}: --epoch-steps * --batch must be at most "
+                                      "2^30 records per rank per epoch",
+                                      cfg.epoch_steps));
+    if (cfg.mean_cost_epoch && cfg.epoch_steps == 0)
+        throw input_error("--mean-cost epoch: the mean of each epoch's costs needs epochs; give "
+                          "--epoch-steps N > 0 (the bcl policies then start an epoch every N "
+                          "steps)");
+    if (cfg.epoch_start != epoch_boundary::carry && cfg.epoch_start != epoch_boundary::fresh)
+        throw input_error("--epoch-start: no such epoch start");
+    if (cfg.epoch_start == epoch_boundary::fresh && cfg.epoch_steps == 0)
+        throw input_error("--epoch-start fresh: a fresh balancer every epoch needs epochs; give "
+                          "--epoch-steps N > 0");
+    if (cfg.mean_cost_epoch && (cfg.mean_cost_exact || cfg.mean_cost))
+        throw input_error("--mean-cost: epoch is one choice, not to be combined with exact or a "
+                          "cost");
+    if (cfg.calibrate && cfg.cost.a == 0.0 && cfg.cost.b == 0.0 && cfg.cost.c == 0.0)
+        throw input_error(fmt::format("--calibrate: the prior --cost {} is 0 for every record; "
+                                      "calibration rescales it, so it must cost something",
+                                      describe(cfg.cost)));
+}
+
+} // namespace detail
+
+/// Checks the inputs both modes read, and the balancer's options they make (bcl::validate);
+/// throws input_error naming the first bad one. Each mode checks its own flags after these
+/// (validate() in simulate.hpp, validate_tokens() in token_simulate.hpp).
+inline void validate_settings(const sim_config& cfg) {
+    detail::validate_sizes(cfg);
+    detail::validate_cap_and_batches(cfg);
+    detail::validate_timing(cfg);
+    detail::validate_epochs_and_mean(cfg);
+    bcl::options opt{.batch_size = cfg.batch, .lookahead = cfg.lookahead};
+    opt.cap = bcl_cap(cfg.cap, cfg.cap_action, cfg.cost); // throws for a cap that costs nothing
+    opt.memory_budget = cfg.memory_budget;
+    opt.buffer_windows = cfg.buffer_windows;
+    opt.max_age = cfg.max_age;
+    validate_options(opt);
 }
 
 /// mffd's default bin capacity: the context length a trainer would configure for these records,

@@ -1,24 +1,18 @@
 #pragma once
-// Micro-batch mode (--max-tokens): its policy table, the checks of its flags, and a run of one of
-// its policies.
+// The policies of micro-batch mode (--max-tokens): each by its name, what it stands for and how
+// its runner is made. A new policy is one more entry in token_policy_table().
 
-#include "input.hpp"
-#include "metrics.hpp"
 #include "policy_runner.hpp"
 #include "sim_config.hpp"
-#include "token_metrics.hpp"
+#include "token_fixed_runner.hpp"
+#include "token_global_runner.hpp"
+#include "token_peer_runner.hpp"
 #include "token_peers.hpp"
 #include "token_runner.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -132,107 +126,6 @@ make_peer(Plan plan, std::string note) {
     return names;
 }
 
-/// The largest --max-tokens: a plan's records hold at most 2^31 tokens.
-inline constexpr std::uint64_t max_token_budget = std::uint64_t{1} << 31;
-
-/// Checks micro-batch mode's flags (run_settings::tokens and what does not apply with them);
-/// throws input_error naming the first problem. Without --max-tokens, refuses the mode's other
-/// flags.
-inline void validate_tokens(const sim_config& cfg) {
-    const token_settings& t = cfg.tokens;
-    if (!t.enabled()) {
-        const char* given = t.step_records       ? "--step-records"
-                            : t.micro_batches    ? "--micro-batches"
-                            : t.multiple_of != 1 ? "--multiple-of"
-                            : t.oversized_alone  ? "--oversized"
-                            : t.max_fill != 1.0  ? "--max-fill"
-                                                 : nullptr;
-        if (given != nullptr)
-            throw input_error(fmt::format("{} is a flag of micro-batch mode; give --max-tokens T "
-                                          "(the most tokens of one micro-batch) with it",
-                                          given));
-        return;
-    }
-    if (*t.max_tokens == 0) throw input_error("--max-tokens must be at least 1 token");
-    if (*t.max_tokens > max_token_budget)
-        throw input_error(fmt::format("--max-tokens {} is above 2^31", *t.max_tokens));
-    if (t.step_records && t.micro_batches)
-        throw input_error("--max-tokens takes one of --step-records N (held batches of N records "
-                          "a rank) and --micro-batches M (a stream of steps of M micro-batches a "
-                          "rank), not both");
-    if (!t.step_records && !t.micro_batches)
-        throw input_error("--max-tokens needs --step-records N (held batches: every step each "
-                          "rank draws N records) or --micro-batches M (a stream of steps: every "
-                          "step M micro-batches on every rank)");
-    if (t.step_records && *t.step_records == 0)
-        throw input_error("--step-records must be at least 1");
-    if (t.micro_batches && *t.micro_batches == 0)
-        throw input_error("--micro-batches must be at least 1");
-    if (t.multiple_of == 0) throw input_error("--multiple-of must be at least 1");
-    if (!(t.max_fill > 0.0 && t.max_fill <= 1.0))
-        throw input_error(fmt::format("--max-fill must be in (0, 1] (got {})", t.max_fill));
-    if (t.held() && t.max_fill != 1.0)
-        throw input_error("--max-fill is a flag of a stream of steps (--micro-batches M): held "
-                          "batches take every record of the step");
-    if (t.micro_batches && *t.micro_batches % t.multiple_of != 0)
-        throw input_error(fmt::format("--micro-batches {} must be a multiple of --multiple-of {}",
-                                      *t.micro_batches, t.multiple_of));
-    const std::uint64_t per_rank =
-        t.held() ? *t.step_records : *t.micro_batches * std::max<std::size_t>(t.fixed_batch, 1);
-    if (std::uint64_t{cfg.ranks} * cfg.lookahead * per_rank > bcl::max_plan_records)
-        throw input_error(fmt::format("--ranks * --lookahead * {} is above the 2^30 records a "
-                                      "plan may hold",
-                                      t.held() ? "--step-records" : "--micro-batches * --batch"));
-    // What micro-batch mode does not model: refused rather than ignored.
-    const struct {
-        bool given;
-        const char* flag;
-    } not_here[] = {
-        {cfg.cap.kind != bcl::cap_kind::none, "--cap"},
-        {cfg.cap_prior.what != cap_prior_spec::kind::none, "--cap-prior"},
-        {cfg.memory_budget > 0.0, "--memory-budget (the budget is --max-tokens)"},
-        {cfg.batching != batch_cost::packed, "--batching padded"},
-        {cfg.emission != emission_order::costliest_first, "--emission"},
-        {cfg.epoch_steps > 0, "--epoch-steps"},
-        {cfg.calibrate, "--calibrate"},
-        {cfg.true_cost.has_value(), "--true-cost"},
-        {cfg.drift.has_value(), "--drift"},
-        {cfg.window > 0, "--window"},
-        {cfg.mean_cost.has_value() || cfg.mean_cost_exact || cfg.mean_cost_epoch, "--mean-cost"},
-        {cfg.bin_tokens > 0.0, "--bin-tokens (nemo_rl's bins are --max-tokens)"},
-        {cfg.buffer_windows != bcl::options{}.buffer_windows ||
-             cfg.max_age != bcl::options{}.max_age,
-         "--buffer-windows and --max-age"},
-    };
-    for (const auto& f : not_here)
-        if (f.given)
-            throw input_error(
-                fmt::format("{} does not apply in micro-batch mode (--max-tokens)", f.flag));
-    for (const std::string& name : cfg.policies)
-        if (!find_token_policy(name))
-            throw input_error(fmt::format("--policy: '{}' is not a policy of micro-batch mode "
-                                          "(expected some of {})",
-                                          name, token_policy_names()));
-}
-
-/// Throws input_error if some of the workload's `lengths` are above --max-tokens and the run
-/// refuses them (no --oversized alone): how many, and the longest.
-inline void check_oversized(const token_settings& t, const std::vector<double>& lengths) {
-    if (!t.enabled() || t.oversized_alone) return;
-    const auto limit = static_cast<double>(*t.max_tokens);
-    std::size_t above = 0;
-    double longest = 0.0;
-    for (const double l : lengths) {
-        above += l > limit ? 1 : 0;
-        longest = std::max(longest, l);
-    }
-    if (above > 0)
-        throw input_error(fmt::format(
-            "{} of the workload's {} lengths are above --max-tokens {} (the longest is {}); pass "
-            "--oversized alone to give each a micro-batch of its own, or a larger --max-tokens",
-            above, lengths.size(), limit, longest));
-}
-
 /// The names of the policies a micro-batch-mode run asks for, in the order asked and each once;
 /// without --policy, every policy of the table.
 [[nodiscard]] inline std::vector<std::string> requested_token_policies(const sim_config& cfg) {
@@ -244,39 +137,6 @@ inline void check_oversized(const token_settings& t, const std::vector<double>& 
     for (const std::string& name : cfg.policies)
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     return names;
-}
-
-/// One policy's outcome in micro-batch mode.
-struct token_run {
-    token_metrics metrics;
-    token_extras extras;
-    double seconds = 0.0;
-};
-
-/// Runs one policy of micro-batch mode for `steps` steps. `ctx.source` must be fresh. Throws
-/// peer_refuses where the peer's own code raises, std::logic_error if a step breaks what every
-/// trainer needs (token_metrics_accumulator).
-[[nodiscard]] inline token_run run_token_policy(const token_policy_entry& entry,
-                                                const sim_context& ctx, std::size_t steps) {
-    const auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<token_runner> runner = entry.make(ctx);
-    token_metrics_accumulator acc(entry.name, ctx.ranks,
-                                  static_cast<double>(*ctx.tokens.max_tokens), runner->pads(),
-                                  ctx.lookahead);
-    for (std::size_t first = 0; first < steps;) {
-        const token_block block = runner->run(first, steps - first);
-        if (block.steps.empty() || block.steps.size() > steps - first)
-            throw std::logic_error(fmt::format("policy {} ran {} steps from step {}", entry.name,
-                                               block.steps.size(), first));
-        for (std::size_t k = 0; k < block.steps.size(); ++k) acc.add(block.steps[k], first + k);
-        acc.add_bound(block.bound);
-        first += block.steps.size();
-    }
-    token_run out;
-    out.metrics = acc.result();
-    out.extras = runner->extras();
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return out;
 }
 
 } // namespace bcl_sim

@@ -3,16 +3,23 @@
 // metrics by hand, and what bcl's token plan promises on every run: no micro-batch above T and as
 // many on every rank.
 
+#include "run_inputs.hpp"
 #include "simulate.hpp"
+#include "token_global_runner.hpp"
 #include "token_metrics.hpp"
 #include "token_peers.hpp"
 #include "token_policies.hpp"
+#include "token_simulate.hpp"
 
+#include <bcl/detail/tokens/stream_window.hpp>
 #include <bcl/epoch_plan.hpp>
+#include <bcl/token_budget.hpp>
 #include <bcl/token_epoch_plan.hpp>
+#include <bcl/token_plan.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -53,15 +60,16 @@ bcl_sim::sim_config token_config(std::size_t ranks, std::uint64_t max_tokens,
     return cfg;
 }
 
-/// simulate() on hand-made per-rank streams.
-bcl_sim::sim_result run_streams(const bcl_sim::sim_config& cfg,
-                                const std::vector<std::vector<double>>& streams) {
-    return bcl_sim::simulate(cfg, [&]() -> std::unique_ptr<bcl_sim::record_source> {
+/// simulate_tokens() on hand-made per-rank streams.
+bcl_sim::token_sim_result run_streams(const bcl_sim::sim_config& cfg,
+                                      const std::vector<std::vector<double>>& streams) {
+    return bcl_sim::simulate_tokens(cfg, [&]() -> std::unique_ptr<bcl_sim::record_source> {
         return std::make_unique<bcl_sim::table_source>(streams);
     });
 }
 
-const bcl_sim::policy_result& policy(const bcl_sim::sim_result& res, const std::string& name) {
+const bcl_sim::token_policy_result& policy(const bcl_sim::token_sim_result& res,
+                                           const std::string& name) {
     for (const auto& p : res.policies)
         if (p.name == name) return p;
     FAIL("no policy " << name);
@@ -72,9 +80,9 @@ const bcl_sim::policy_result& policy(const bcl_sim::sim_result& res, const std::
 
 TEST_CASE("sim tokens: micro-batch mode's flags and errors", "[sim][tokens]") {
     bcl_sim::sim_config cfg = token_config(8, 16384, 64, {}, 10, 1);
-    CHECK_NOTHROW(bcl_sim::validate(cfg));
+    CHECK_NOTHROW(bcl_sim::validate_tokens(cfg));
     const auto refused = [](bcl_sim::sim_config c, const std::string& why) {
-        CHECK_THROWS_WITH(bcl_sim::validate(c), Contains(why));
+        CHECK_THROWS_WITH(bcl_sim::validate_tokens(c), Contains(why));
     };
     SECTION("a shape: held batches or a stream, one of them") {
         bcl_sim::sim_config both = cfg;
@@ -105,13 +113,20 @@ TEST_CASE("sim tokens: micro-batch mode's flags and errors", "[sim][tokens]") {
         c.tokens.max_tokens = (std::uint64_t{1} << 31) + 1;
         refused(c, "above 2^31");
     }
-    SECTION("the mode's flags need --max-tokens") {
+    SECTION("the mode's flags need --max-tokens: a run of fixed-size batches refuses them") {
         bcl_sim::sim_config c;
         c.tokens.step_records = 4;
-        refused(c, "--step-records is a flag of micro-batch mode");
+        CHECK_THROWS_WITH(bcl_sim::validate(c),
+                          Contains("--step-records is a flag of micro-batch mode"));
         c = bcl_sim::sim_config{};
         c.tokens.oversized_alone = true;
-        refused(c, "--oversized is a flag of micro-batch mode");
+        CHECK_THROWS_WITH(bcl_sim::validate(c),
+                          Contains("--oversized is a flag of micro-batch mode"));
+    }
+    SECTION("each mode runs only its own configurations") {
+        CHECK_THROWS_AS(bcl_sim::validate(cfg), std::invalid_argument);
+        CHECK_THROWS_AS(bcl_sim::simulate(cfg), std::invalid_argument);
+        CHECK_THROWS_AS(bcl_sim::validate_tokens(bcl_sim::sim_config{}), std::invalid_argument);
     }
     SECTION("what the mode does not model is refused, not ignored") {
         bcl_sim::sim_config c = cfg;
@@ -130,7 +145,7 @@ TEST_CASE("sim tokens: micro-batch mode's flags and errors", "[sim][tokens]") {
         refused(c, "'tumbling' is not a policy of micro-batch mode");
         c.policies = {"global",       "verl_dynamic", "skyrl", "nemo_rl",
                       "fixed_length", "global_fixed", "none"};
-        CHECK_NOTHROW(bcl_sim::validate(c));
+        CHECK_NOTHROW(bcl_sim::validate_tokens(c));
     }
     SECTION("records above T: how many, and what to do") {
         const std::vector<double> lengths{5, 20, 30, 10};
@@ -354,41 +369,41 @@ TEST_CASE("sim tokens: one held batch by hand through simulate", "[sim][tokens]"
     const std::vector<std::vector<double>> streams{{9, 1, 1, 1}, {2, 2, 2, 2}};
     bcl_sim::sim_config cfg = token_config(2, 10, 4, {}, 1, 1);
     cfg.tokens.fixed_batch = 2;
-    const bcl_sim::sim_result res = run_streams(cfg, streams);
+    const bcl_sim::token_sim_result res = run_streams(cfg, streams);
     // global: one micro-step holds all 20 tokens only as two micro-batches of exactly 10.
-    const bcl_sim::token_metrics& g = *policy(res, "global").tokens;
+    const bcl_sim::token_metrics& g = policy(res, "global").metrics;
     CHECK(g.micro_steps == 1);
     CHECK(g.micro_steps_bound == 1);
     CHECK(g.efficiency == Approx(1.0));
     CHECK(g.over_budget == 0);
     CHECK(g.records == 8);
     // none: rank 0 [9, 1], [1, 1]; rank 1 [2, 2, 2, 2] and a padding one: as the metrics test.
-    const bcl_sim::token_metrics& none = *policy(res, "none").tokens;
+    const bcl_sim::token_metrics& none = policy(res, "none").metrics;
     CHECK(none.micro_steps == 2);
     CHECK(none.efficiency == Approx(10.0 / 12.0));
     CHECK(none.imbalance == Approx((10.0 / 9.0 + 2.0) / 2.0));
     // verl_dynamic (its test above): micro-steps 9 | 4 and 4 | 3.
-    const bcl_sim::token_metrics& verl = *policy(res, "verl_dynamic").tokens;
+    const bcl_sim::token_metrics& verl = policy(res, "verl_dynamic").metrics;
     CHECK(verl.micro_steps == 2);
     CHECK(verl.efficiency == Approx((6.5 + 3.5) / (9.0 + 4.0)));
     // skyrl (its test above): 9 | 6, then 5 | padding.
-    const bcl_sim::token_metrics& sky = *policy(res, "skyrl").tokens;
+    const bcl_sim::token_metrics& sky = policy(res, "skyrl").metrics;
     CHECK(sky.efficiency == Approx((7.5 + 2.5) / (9.0 + 5.0)));
     CHECK(sky.imbalance == Approx((9.0 / 7.5 + 5.0 / 2.5) / 2.0));
     // nemo_rl: the 9 opens the one large bin, phase 4 adds a 1 (10); phase 5 puts the other six
     // (2 2 2 2 1 1) in one bin of 10. Two bins, one a rank: efficiency 1.
-    const bcl_sim::token_metrics& nemo = *policy(res, "nemo_rl").tokens;
+    const bcl_sim::token_metrics& nemo = policy(res, "nemo_rl").metrics;
     CHECK(nemo.micro_steps == 1);
     CHECK(nemo.efficiency == Approx(1.0));
     // fixed_length: rank 0's 12 tokens cut at 10 ([9, 1], [1, 1]), rank 1's 8 in one: as none.
-    CHECK(policy(res, "fixed_length").tokens->efficiency == Approx(10.0 / 12.0));
+    CHECK(policy(res, "fixed_length").metrics.efficiency == Approx(10.0 / 12.0));
     // global_fixed with B = 2: 4 records a rank in two micro-steps of 2 records.
-    const bcl_sim::token_metrics& fixed = *policy(res, "global_fixed").tokens;
+    const bcl_sim::token_metrics& fixed = policy(res, "global_fixed").metrics;
     CHECK(fixed.micro_steps == 2);
     CHECK(res.fixed_batch == 2);
     // Every policy's speedup is its efficiency over none's.
     for (const auto& p : res.policies)
-        CHECK(p.speedup_vs_none == Approx(p.tokens->efficiency / none.efficiency));
+        CHECK(p.speedup_vs_none == Approx(p.metrics.efficiency / none.efficiency));
 }
 
 TEST_CASE("sim tokens: bcl's plans keep the budget and equal counts on every run",
@@ -416,10 +431,10 @@ TEST_CASE("sim tokens: bcl's plans keep the budget and equal counts on every run
                     cfg.cost = bcl_sim::default_cost();
                     cfg.policies = {"global"};
                     std::map<std::uint64_t, int> seen;
-                    const bcl_sim::sim_result res = bcl_sim::simulate(
+                    const bcl_sim::token_sim_result res = bcl_sim::simulate_tokens(
                         cfg, {}, [&](std::size_t, std::size_t, std::uint64_t id) { ++seen[id]; });
                     INFO(w.dist << " R=" << ranks << " seed " << seed << " shape " << shape);
-                    const bcl_sim::token_metrics& m = *policy(res, "global").tokens;
+                    const bcl_sim::token_metrics& m = policy(res, "global").metrics;
                     // Equal counts and no empty micro-batch were checked on every step (a
                     // violation throws); what is left to see is the budget and the count.
                     CHECK(m.over_budget == 0);
@@ -428,9 +443,9 @@ TEST_CASE("sim tokens: bcl's plans keep the budget and equal counts on every run
                     CHECK(m.steps == 9);
                     CHECK(m.micro_steps >= m.micro_steps_bound);
                     if (shape >= 2) CHECK(m.micro_steps == 9 * *cfg.tokens.micro_batches);
-                    if (shape == 0) CHECK(res.policies.front().extras.max_delay_batches == 0);
-                    if (shape == 1) CHECK(res.policies.front().extras.max_delay_batches <= 1);
-                    if (shape >= 2) CHECK(res.policies.front().extras.max_delay_batches <= 3);
+                    if (shape == 0) CHECK(res.policies.front().extras.max_delay_steps == 0);
+                    if (shape == 1) CHECK(res.policies.front().extras.max_delay_steps <= 1);
+                    if (shape >= 2) CHECK(res.policies.front().extras.max_delay_steps <= 3);
                     CHECK(m.records == seen.size());
                     for (const auto& [id, n] : seen) CHECK(n == 1);
                     if (shape < 2) CHECK(m.records == 9 * 24 * ranks);
@@ -447,17 +462,17 @@ TEST_CASE("sim tokens: every policy trains each record once, as many micro-batch
         for (const bcl_sim::token_policy_entry& e : bcl_sim::token_policy_table()) {
             cfg.policies = {e.name};
             std::map<std::uint64_t, int> seen;
-            const bcl_sim::sim_result res = bcl_sim::simulate(
+            const bcl_sim::token_sim_result res = bcl_sim::simulate_tokens(
                 cfg, {}, [&](std::size_t, std::size_t, std::uint64_t id) { ++seen[id]; });
             INFO(e.name << (held ? " held" : " stream"));
             REQUIRE(res.policies.size() == 1);
-            const bcl_sim::token_metrics& m = *res.policies.front().tokens;
+            const bcl_sim::token_metrics& m = res.policies.front().metrics;
             CHECK(m.steps == 6);
             CHECK(m.records == seen.size());
             for (const auto& [id, n] : seen) CHECK(n == 1);
             // The peers run each step's records in that step.
             if (e.name != "global" && e.name != "global_fixed")
-                CHECK(res.policies.front().extras.max_delay_batches == 0);
+                CHECK(res.policies.front().extras.max_delay_steps == 0);
         }
     }
 }
@@ -472,8 +487,8 @@ TEST_CASE("sim tokens: global on a stream is the plan bcl::token_epoch_planner w
     cfg.cost = bcl_sim::default_cost();
     cfg.policies = {"global"};
     std::map<std::pair<std::size_t, std::size_t>, std::set<std::uint64_t>> sim;
-    const bcl_sim::sim_result res =
-        bcl_sim::simulate(cfg, {}, [&](std::size_t step, std::size_t rank, std::uint64_t id) {
+    const bcl_sim::token_sim_result res = bcl_sim::simulate_tokens(
+        cfg, {}, [&](std::size_t step, std::size_t rank, std::uint64_t id) {
             sim[{step, rank}].insert(id);
         });
     std::size_t planned = 0;
@@ -504,5 +519,97 @@ TEST_CASE("sim tokens: global on a stream is the plan bcl::token_epoch_planner w
             CHECK(mine == sim[{step, rank}]);
         }
     }
-    CHECK(res.policies.front().tokens->micro_steps == 16);
+    CHECK(res.policies.front().metrics.micro_steps == 16);
+}
+
+TEST_CASE("sim tokens: global on pooled held batches is bcl::token_planner::plan_held's plan, "
+          "each step with its own count",
+          "[sim][tokens]") {
+    // R = 2, T = 4096, K = 2 held batches of 24 records a rank in one pool. The library's plan
+    // of the pool's 96 records (positions 0-95 of the global order), made here from the same
+    // lengths, must be the simulator's: every record in the same step and on the same rank, and
+    // each step with the count the plan gives it (micro_batches_in), the two counts different.
+    bcl_sim::sim_config cfg = token_config(2, 4096, 24, {}, 2, 2);
+    cfg.dist = bcl_sim::parse_dist("uniform:lo=1,hi=4096");
+    cfg.cost = bcl_sim::default_cost();
+    cfg.policies = {"global"};
+    bcl_sim::synthetic_source source(cfg.dist, cfg.ranks, cfg.seed);
+    const std::size_t n = 2 * 24 * cfg.ranks;
+    std::vector<std::uint64_t> tokens(n);
+    std::vector<double> costs(n);
+    for (std::size_t p = 0; p < n; ++p) {
+        const double l = source.length(p % cfg.ranks, p / cfg.ranks);
+        tokens[p] = static_cast<std::uint64_t>(l);
+        costs[p] = cfg.cost(l);
+    }
+    bcl::token_planner planner;
+    std::vector<bcl::micro_slot> slots(n);
+    const bcl::token_plan_summary s = planner.plan_held(
+        tokens, costs, {}, bcl::token_budget{cfg.ranks, *cfg.tokens.max_tokens, 1}, 2, {}, slots);
+    REQUIRE(s.micro_batches_in(0) != s.micro_batches_in(1)); // what this case is about
+    std::map<std::pair<std::size_t, std::size_t>, std::set<std::uint64_t>> plan;
+    for (std::size_t p = 0; p < n; ++p) plan[{slots[p].step, slots[p].rank}].insert(p);
+
+    std::map<std::pair<std::size_t, std::size_t>, std::set<std::uint64_t>> sim;
+    const bcl_sim::token_sim_result res = bcl_sim::simulate_tokens(
+        cfg, {}, [&](std::size_t step, std::size_t rank, std::uint64_t id) {
+            sim[{step, rank}].insert(id);
+        });
+    CHECK(sim == plan);
+    CHECK(policy(res, "global").metrics.micro_steps == s.micro_steps);
+
+    // The steps the runner gives: each rank runs micro_batches_in(k) micro-batches in step k.
+    const bcl_sim::resolved_run run = bcl_sim::resolve_run(cfg, {});
+    const std::unique_ptr<bcl_sim::record_source> fresh = run.make_source();
+    bcl_sim::token_global_runner runner(bcl_sim::policy_context(cfg, run.inputs, fresh.get(), {}));
+    const bcl_sim::token_block block = runner.run(0, 2);
+    REQUIRE(block.steps.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k)
+        for (const auto& one_rank : block.steps[k].ranks)
+            CHECK(one_rank.size() == s.micro_batches_in(k));
+}
+
+TEST_CASE("sim tokens: a stream's steps are the library's window rule, R records at a time",
+          "[sim][tokens]") {
+    // A peer's step of a stream (step_cursor) takes the next records R at a time (every rank as
+    // many) while the library's rule of a window of one step of M micro-batches takes them all,
+    // and the first R whatever their tokens. Worked out here with bcl's window_rule over the
+    // same lengths: the records it takes from the step's first, taken / R whole groups (at
+    // least one).
+    struct shape {
+        const char* dist;
+        std::uint64_t max_tokens;
+        bool oversized_alone;
+    };
+    for (const shape& sh : {shape{"uniform:lo=100,hi=3000", 5000, false},
+                            shape{"lognormal:mu=7,sigma=1", 2048, true}}) {
+        bcl_sim::sim_config cfg = token_config(3, sh.max_tokens, {}, 2, 12, 2);
+        cfg.dist = bcl_sim::parse_dist(sh.dist);
+        cfg.cost = bcl_sim::default_cost();
+        cfg.tokens.oversized_alone = sh.oversized_alone;
+        cfg.policies = {"none"};
+        std::map<std::size_t, std::set<std::uint64_t>> steps;
+        (void)bcl_sim::simulate_tokens(
+            cfg, {},
+            [&](std::size_t step, std::size_t, std::uint64_t id) { steps[step].insert(id); });
+        bcl_sim::synthetic_source source(cfg.dist, cfg.ranks, cfg.seed);
+        const auto tokens_at = [&](std::uint64_t p) {
+            return static_cast<std::uint64_t>(source.length(p % cfg.ranks, p / cfg.ranks));
+        };
+        const bcl::detail::tokens::window_rule rule(bcl::token_budget{cfg.ranks, sh.max_tokens, 1},
+                                                    *cfg.tokens.micro_batches, 1, 1);
+        std::uint64_t begin = 0;
+        REQUIRE(steps.size() == cfg.steps);
+        for (const auto& [step, ids] : steps) {
+            const std::size_t taken = rule.records(
+                std::size_t{1} << 20, [&](std::size_t i) { return tokens_at(begin + i); });
+            const std::size_t whole_groups = std::max<std::size_t>(taken / cfg.ranks, 1);
+            std::set<std::uint64_t> expected;
+            for (std::uint64_t p = begin; p < begin + whole_groups * cfg.ranks; ++p)
+                expected.insert(p);
+            INFO(sh.dist << ", step " << step);
+            CHECK(ids == expected);
+            begin += whole_groups * cfg.ranks;
+        }
+    }
 }

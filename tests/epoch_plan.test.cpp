@@ -1,5 +1,5 @@
 // bcl::epoch_planner and its parts, as a specification: the epoch's order is the documented
-// integer shuffle; the layout is DistributedSampler's and BatchSampler's; over all ranks every
+// integer shuffle; over all ranks every
 // record of the laid-out order comes out exactly once, in exact batches, as many on every rank;
 // a rank's share and the digest are those of bcl::plan_window over the order's windows, written
 // again in tests/support/epoch_reference.hpp; bad shapes, indices and costs are errors naming
@@ -55,28 +55,6 @@ TEST_CASE("epoch plan: the order is the documented integer shuffle of (seed, epo
     REQUIRE(other != order);
     bcl::epoch_order(1000, false, 5, 3, order);
     REQUIRE(std::is_sorted(order.begin(), order.end()));
-}
-
-TEST_CASE("epoch plan: the layout is DistributedSampler's, then BatchSampler's drop_last",
-          "[epoch_plan]") {
-    for (std::size_t n = 0; n < 60; ++n)
-        for (std::size_t r = 1; r <= 7; ++r)
-            for (std::size_t b = 1; b <= 5; ++b)
-                for (const bool drop_last : {false, true}) {
-                    CAPTURE(n, r, b, drop_last);
-                    const bcl::epoch_layout l = bcl::epoch_layout::of(
-                        n, {.ranks = r, .lookahead = 1, .batch = b, .drop_last = drop_last});
-                    // DistributedSampler: num_samples = ceil((n - R) / R) with drop_last when R
-                    // does not divide n, else ceil(n / R); total_size = num_samples * R.
-                    const double samples = drop_last && n % r != 0
-                                               ? std::ceil((double(n) - double(r)) / double(r))
-                                               : std::ceil(double(n) / double(r));
-                    const auto m0 = static_cast<std::size_t>(std::max(0.0, samples));
-                    REQUIRE(l.padded == m0 * r);
-                    REQUIRE(l.per_rank == (drop_last ? m0 / b * b : m0));
-                    REQUIRE(l.batches == (drop_last ? m0 / b : (m0 + b - 1) / b));
-                    REQUIRE(l.kept() == l.per_rank * r);
-                }
 }
 
 TEST_CASE("epoch plan: every rank's share is the global plan's, and over all ranks every "

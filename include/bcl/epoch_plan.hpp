@@ -11,6 +11,8 @@
 #include <bcl/cost_check.hpp>
 #include <bcl/detail/random.hpp>
 #include <bcl/detail/table_index.hpp>
+#include <bcl/epoch_layout.hpp>
+#include <bcl/epoch_window.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 
@@ -25,70 +27,6 @@
 #include <vector>
 
 namespace bcl {
-
-/// The shape of an epoch under the global plan. An aggregate:
-/// `bcl::epoch_shape{.ranks = 8, .lookahead = 8, .batch = 16}`.
-struct epoch_shape {
-    std::size_t ranks = 0;     ///< R, data-parallel ranks
-    std::size_t lookahead = 0; ///< K, steps planned together (one window)
-    std::size_t batch = 0;     ///< B, records per rank per step
-    /// As DistributedSampler's and BatchSampler's together: the records that do not fill every
-    /// rank are dropped (instead of the order being padded), and so is each rank's short last
-    /// batch.
-    bool drop_last = false;
-};
-
-/// How an epoch of N records falls to ranks and batches, by torch's rules: DistributedSampler
-/// pads the order with its first records (repeated as needed) to a multiple of R, or with
-/// drop_last cuts it to one; each rank takes m = (that length) / R records; with drop_last m is
-/// also cut to a multiple of B (BatchSampler's drop_last). The record at position i of the laid
-/// out order is order[i mod N].
-struct epoch_layout {
-    std::size_t ranks = 1;    ///< R
-    std::size_t batch = 1;    ///< B
-    std::size_t padded = 0;   ///< the order's length once padded or cut to a multiple of R
-    std::size_t per_rank = 0; ///< m: records each rank takes
-    std::size_t batches = 0;  ///< batches each rank gets: ceil(m / B)
-
-    /// The records planned: m * R, the first positions of the laid-out order.
-    [[nodiscard]] constexpr std::size_t kept() const noexcept { return per_rank * ranks; }
-
-    /// The layout of N records in an epoch of `shape` (whose counts are not 0). O(1).
-    [[nodiscard]] static constexpr epoch_layout of(std::size_t n,
-                                                   const epoch_shape& shape) noexcept {
-        const std::size_t r = shape.ranks;
-        epoch_layout l{r, shape.batch};
-        l.padded = shape.drop_last && n % r != 0 ? n / r * r : (n + r - 1) / r * r;
-        const std::size_t per_rank = l.padded / r;
-        l.per_rank = shape.drop_last ? per_rank - per_rank % shape.batch : per_rank;
-        l.batches = (l.per_rank + shape.batch - 1) / shape.batch;
-        return l;
-    }
-};
-
-/// Throws bcl::error (prefixed with `who`) for a shape no epoch plan takes: R, K or B of 0, or a
-/// window of R*K*B records above bcl::max_plan_records, in those words.
-inline void check_epoch_shape(const epoch_shape& shape, std::string_view who) {
-    if (shape.ranks == 0 || shape.lookahead == 0 || shape.batch == 0)
-        throw error(std::string(who) + ": the ranks (" + std::to_string(shape.ranks) +
-                    "), lookahead (" + std::to_string(shape.lookahead) + ") and batch size (" +
-                    std::to_string(shape.batch) + ") must all be at least 1");
-    const std::size_t per_step = shape.ranks * shape.batch;
-    if (shape.ranks > max_plan_records || shape.batch > max_plan_records / shape.ranks ||
-        shape.lookahead > max_plan_records / per_step)
-        throw error(std::string(who) + ": ranks * lookahead * batch size = " +
-                    std::to_string(shape.ranks) + " * " + std::to_string(shape.lookahead) + " * " +
-                    std::to_string(shape.batch) + " records in one plan window, above the " +
-                    std::to_string(max_plan_records) + " a window may hold");
-}
-
-/// Throws bcl::error (prefixed with `who`) for plan options the planner refuses: the batching
-/// neither packed nor padded, a negative or NaN cap. O(1).
-inline void check_plan_options(const plan_options& opt, std::string_view who) {
-    if (opt.batching != batch_cost::packed && opt.batching != batch_cost::padded)
-        throw error(std::string(who) + ": plan_options::batching is neither packed nor padded");
-    (void)detail::plan::cap_bits(opt.cap, who);
-}
 
 /// Throws bcl::error (prefixed with `who`) naming the dataset index and value of the first cost
 /// of the table that is not valid (bcl::valid_cost). O(N).
@@ -181,34 +119,23 @@ public:
                             const epoch_shape& shape, const plan_options& opt, OnWindow&& on_window,
                             std::string_view who = "bcl::epoch_planner") {
         static_assert(std::is_integral_v<Index>, "dataset indices are integers");
-        check_epoch_shape(shape, who);
-        const epoch_layout layout = epoch_layout::of(order.size(), shape);
-        const std::size_t kept = layout.kept();
-        const std::size_t window = shape.ranks * shape.lookahead * shape.batch;
+        const epoch_windows windows = epoch_windows::of(order.size(), shape, who);
         epoch_plan_summary summary;
         summary.ranks = shape.ranks;
-        summary.batches = layout.batches;
-        for (std::size_t first = 0; first < kept; first += window) {
-            const std::size_t count = std::min(window, kept - first);
-            m_costs.resize(count);
-            m_slots.resize(count);
-            for (std::size_t i = 0; i < count; ++i) {
-                const std::size_t index =
-                    checked_index(order[(first + i) % order.size()], costs.size(), who);
-                m_costs[i] = costs[index];
-                check_cost(m_costs[i], [&] {
-                    return std::string(who) + ": the cost of dataset index " +
-                           std::to_string(index) + " is ";
-                });
-            }
-            const plan_summary s = m_planner.plan(
-                m_costs, plan_shape{shape.ranks, shape.lookahead, shape.batch}, opt, m_slots);
-            summary.digest = plan_digest(m_slots, summary.digest);
+        summary.batches = windows.layout.batches;
+        const auto index_at = [&](std::size_t p) { return order[p]; };
+        const auto cost_of = [&](Index index) {
+            return costs[detail::table_index(index, costs.size(), "cost", "the cost table", who)];
+        };
+        for (std::size_t w = 0; w < windows.count(); ++w) {
+            const plan_summary s =
+                m_window.plan(windows, w, order.size(), index_at, cost_of, opt, who);
+            summary.digest = plan_digest(m_window.slots(), summary.digest);
             ++summary.windows;
             summary.total += s.cost_of(s.total);
             summary.objective += s.cost_of(s.objective);
             summary.lower_bound += s.cost_of(s.lower_bound);
-            on_window(first, std::span<const plan_slot>(m_slots), s);
+            on_window(windows.first(w), m_window.slots(), s);
         }
         return summary;
     }
@@ -244,15 +171,7 @@ public:
     }
 
 private:
-    template <class Index>
-    [[nodiscard]] static std::size_t checked_index(Index index, std::size_t table,
-                                                   std::string_view who) {
-        return detail::table_index(index, table, "cost", "the cost table", who);
-    }
-
-    global_planner m_planner;
-    std::vector<double> m_costs;
-    std::vector<plan_slot> m_slots;
+    epoch_window_planner m_window;
     std::vector<std::size_t> m_fill;
     std::vector<std::uint64_t> m_share; // the share being built, as 64-bit indices
 };

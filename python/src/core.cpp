@@ -10,8 +10,10 @@
 #include "cost_table.hpp"
 #include "epoch.hpp"
 #include "global_epoch.hpp"
+#include "global_windows.hpp"
 #include "index_input.hpp"
 #include "stream.hpp"
+#include "table_view.hpp"
 #include "token_epoch.hpp"
 
 #include <bcl/bcl.hpp>
@@ -303,6 +305,51 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("digest", &global_epoch::digest)
         .def("batch", &global_epoch::batch, py::arg("i"))
         .def("stats", &global_epoch::stats);
+    py::class_<table_view, std::shared_ptr<table_view>>(m, "table_view")
+        .def(py::init([](py::array values, std::string what) {
+                 return std::make_shared<table_view>(std::move(values), std::move(what));
+             }),
+             py::arg("values"), py::arg("what"),
+             "A cost table read in place (any integer or float32/float64 1-d C-contiguous "
+             "array, a memory map too), checked once; bcl.Error naming the first bad entry.")
+        .def("__len__", &table_view::size)
+        .def_property_readonly("digest", &table_view::digest);
+    py::class_<global_windows>(m, "global_windows")
+        .def(py::init([](const std::shared_ptr<const table_view>& table, std::uint64_t seed,
+                         std::uint64_t epoch, bool shuffle, std::size_t ranks, std::size_t steps,
+                         std::size_t batch, std::size_t rank, bcl::batch_cost batching, double cap,
+                         bool level_steps, bool drop_last, std::uint64_t inputs) {
+                 bcl::plan_options opt;
+                 opt.batching = batching;
+                 opt.cap = cap;
+                 opt.level_steps = level_steps;
+                 return global_windows(table, seed, epoch, shuffle,
+                                       bcl::epoch_shape{.ranks = ranks,
+                                                        .lookahead = steps,
+                                                        .batch = batch,
+                                                        .drop_last = drop_last},
+                                       rank, opt, inputs);
+             }),
+             py::arg("table"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
+             py::arg("ranks"), py::arg("steps"), py::arg("batch"), py::arg("rank"),
+             py::arg("batching"), py::arg("cap"), py::arg("level_steps"), py::arg("drop_last"),
+             py::arg("inputs"))
+        .def_property_readonly("batches", &global_windows::batches)
+        .def_property_readonly("digest", &global_windows::digest)
+        .def("batch", &global_windows::batch, py::arg("i"))
+        .def("stats", &global_windows::stats);
+    m.def(
+        "settings_digest",
+        [](std::uint64_t table, const std::string& settings) {
+            // The table's digest, then each byte of the settings' text, through SplitMix64's
+            // output function: equal inputs, equal digests, on every platform.
+            std::uint64_t h = bcl::detail::mix64(table);
+            for (const unsigned char c : settings) h = bcl::detail::mix64(h ^ c);
+            return h;
+        },
+        py::arg("table"), py::arg("settings"),
+        "The digest of a table's digest and a settings text: what a plan window by window "
+        "depends on besides the epoch.");
     m.def(
         "plan_held_batch",
         [](const value_array& costs, std::size_t ranks, std::size_t batch, bcl::batch_cost batching,

@@ -53,6 +53,7 @@ public:
         const bcl::epoch_plan_summary& s = m_share.summary;
         py::dict d;
         d["windows"] = s.windows;
+        d["windows_planned"] = s.windows; // planned whole, at the epoch's start
         d["batches"] = batches();
         d["digest"] = s.digest;
         // What the plans promise, in the windows' own units summed as costs: the mean rank's

@@ -108,6 +108,9 @@ def planned_efficiency(costs, order, epochs, ranks=8, b=16):
     for epoch in range(epochs):
         s = bcl.DistributedBalancedBatchSampler(costs, b, ranks, 0, order=order)
         s.set_epoch(epoch)
+        for _ in s:  # a keyed epoch is planned window by window, as its batches are taken
+            pass
+        assert s.stats["windows_planned"] == s.stats["windows"]
         total += s.stats["planned_efficiency"]
     return total / epochs
 
@@ -122,3 +125,83 @@ def test_plans_over_the_keyed_order_balance_as_well_as_over_randperm(workload):
     keyed = planned_efficiency(costs, "keyed", epochs)
     randperm = planned_efficiency(costs, "randperm", epochs)
     assert abs(keyed - randperm) < 0.002, (keyed, randperm)
+
+
+def test_a_keyed_epoch_is_the_whole_epochs_plan_window_by_window():
+    # The plans of the windows, asked for one at a time, are the plans of the whole epoch over
+    # the same order (bcl::epoch_planner), and the summary grows with the windows planned.
+    costs = sequence_costs(3000, seed=4)
+    ranks, b, k = 4, 8, 3
+    order = _core.keyed_order(len(costs), 5, 2, 0, len(costs))
+    table = _core.cost_table(np.asarray(costs, dtype=np.float64), None)
+    for rank in range(ranks):
+        s = bcl.DistributedBalancedBatchSampler(
+            costs, b, ranks, rank, lookahead=k, seed=5, order="keyed", check_digest=False
+        )
+        s.set_epoch(2)
+        assert s.stats["windows_planned"] == 0
+        whole = _core.global_epoch(table, order, ranks, k, b, rank, _core.batch_cost.packed, 0.0,
+                                   True, False)  # fmt: skip
+        taken = []
+        for i, batch in enumerate(s):
+            taken.append(batch)
+            assert s.stats["windows_planned"] == i // k + 1
+        assert taken == [whole.batch(i) for i in range(whole.batches)]
+        assert s.stats["windows"] == whole.stats()["windows"]
+        assert s.stats["planned_efficiency"] == pytest.approx(whole.stats()["planned_efficiency"])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint32, np.int64, np.uint64, np.float32,
+                                   np.float64, np.float16])  # fmt: skip
+def test_a_table_of_any_integer_or_float_dtype_plans_as_its_values(dtype, tmp_path):
+    lengths = np.random.default_rng(1).integers(1, 200, 999)
+    reference = [list(every_rank(lengths.astype(np.float64), 3, 4, epoch=1))]
+    table = lengths.astype(dtype)
+    path = tmp_path / "table.npy"
+    np.save(path, table)
+    mapped = np.load(path, mmap_mode="r")
+    for given in (table, mapped):
+        assert [list(every_rank(given, 3, 4, epoch=1))] == reference
+
+
+def test_a_memory_mapped_table_is_read_in_place():
+    # The sampler keeps the array itself: a table edited after construction is what the next
+    # window reads (and an invalid edit is refused naming the dataset index, not a position).
+    costs = np.arange(1, 401, dtype=np.float32)
+    s = bcl.DistributedBalancedBatchSampler(costs, 4, 2, 0, order="keyed", check_digest=False)
+    it = iter(s)
+    next(it)
+    costs[:] = np.nan
+    s.set_epoch(1)
+    with pytest.raises(bcl.Error, match=r"the cost of dataset index \d+ is nan"):
+        list(s)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([1.0, -1.0]), r"costs\[1\] is -1"),
+    (np.array([1.0, np.inf]), r"costs\[1\] is inf"),
+    (np.array([3, -7], dtype=np.int32), r"costs\[1\] is -7"),
+    (np.array([True, False]), r"dtype bool"),
+    (np.array([1 + 2j]), r"dtype complex128"),
+    (np.array([object()]), r"real numbers"),
+    (np.ones((2, 2)), r"one-dimensional"),
+])  # fmt: skip
+def test_a_bad_table_is_refused_naming_what(bad, match):
+    with pytest.raises(bcl.Error, match=match):
+        bcl.DistributedBalancedBatchSampler(bad, 1, 1, 0, order="keyed", check_digest=False)
+
+
+def test_the_epochs_digest_is_the_inputs_equal_on_every_rank_other_for_another_table():
+    costs = sequence_costs(500, seed=2)
+    digests = set()
+    for rank in range(4):
+        s = bcl.DistributedBalancedBatchSampler(costs, 4, 4, rank, order="keyed",
+                                                check_digest=False)  # fmt: skip
+        digests.add(s.stats["digest"])
+    assert len(digests) == 1
+    other = list(costs)
+    other[7] += 1.0
+    s = bcl.DistributedBalancedBatchSampler(other, 4, 4, 0, order="keyed", check_digest=False)
+    assert s.stats["digest"] not in digests
+    s.set_epoch(1)
+    assert s.stats["digest"] not in digests

@@ -97,7 +97,9 @@ class _Shape(Protocol):
 
     def epoch_length(self, planned: Callable[[], Any]) -> int: ...  # this rank's batches
 
-    def plan(self, order: np.ndarray, rank: int) -> Any: ...  # this rank's share of an epoch
+    def plan(  # this rank's share of an epoch, its order drawn by order() if needed
+        self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict
+    ) -> Any: ...
 
 
 class _Pass:
@@ -281,7 +283,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             )  # fmt: skip
             self._shape = FixedShape(
                 _WHO, costs, batch_size, self.num_replicas, self.lookahead, self.drop_last,
-                batching, cap, level_steps,
+                batching, cap, level_steps, keyed=order == "keyed",
             )  # fmt: skip
         else:
             if batch_size is not None:
@@ -344,7 +346,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         """The plan of `epoch`, kept for the passes after the first (plans are immutable)."""
         if self._planned_epoch is not None and self._planned_epoch[0] == epoch:
             return self._planned_epoch[1]
-        plan = self._shape.plan(self._order(epoch), self.rank)
+        plan = self._shape.plan(epoch, lambda: self._order(epoch), self.rank, self._common())
         self._planned_epoch = (epoch, plan)
         return plan
 
@@ -395,15 +397,19 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
 
     # -- state ---------------------------------------------------------------------------------
 
-    def _settings(self) -> dict:
-        common = {
+    def _common(self) -> dict:
+        """The settings every shape shares, its own aside."""
+        common: dict = {
             "dataset_size": self.dataset_size, "num_replicas": self.num_replicas,
             "rank": self.rank, "lookahead": self.lookahead, "shuffle": self.shuffle,
             "seed": self.seed,
         }  # fmt: skip
         if self.order != "randperm":  # states saved before the choice existed still load
             common["order"] = self.order
-        return dict(common, **self._shape.settings())
+        return common
+
+    def _settings(self) -> dict:
+        return dict(self._common(), **self._shape.settings())
 
     def _fields(self, cursor: Optional[_Pass], position: int, ended: bool) -> dict:
         """The pass's epoch, its batches taken and its plan's digest; or, with no pass, an ended

@@ -29,7 +29,7 @@ class FixedShape:
 
     def __init__(
         self, who: str, costs: Any, batch_size: Any, num_replicas: int, lookahead: int,
-        drop_last: bool, batching: Any, cap: Any, level_steps: Any,
+        drop_last: bool, batching: Any, cap: Any, level_steps: Any, keyed: bool = False,
     ) -> None:  # fmt: skip
         if batch_size is None:
             raise Error(
@@ -57,13 +57,22 @@ class FixedShape:
                 f"{who}: costs must be the whole table (a sequence, array or tensor): every "
                 "rank plans every rank's indices"
             )
-        table = inputs.real_array("costs", costs)
-        self.table = _core.cost_table(table, None)  # checks every cost, naming its index
+        # order="keyed" plans window by window (_core.global_windows) over the table read in
+        # place: nothing of the epoch's size is made, the table itself not copied. randperm's
+        # order is a whole array anyway; its epoch is planned whole (_core.global_epoch).
+        self.keyed = keyed
+        if keyed:
+            table = inputs.table_in_place("costs", costs)
+            self.table = _core.table_view(table, "costs")  # every cost checked, its digest taken
+        else:
+            table = inputs.real_array("costs", costs)
+            self.table = _core.cost_table(table, None)  # checks every cost, naming its index
         self.cap = inputs.table_cap(cap, table)  # a quantile of the (checked) table
         self.num_replicas = num_replicas
         self.lookahead = lookahead
         self.drop_last = drop_last
         self.dataset_size = len(table)
+        self._inputs: Optional[int] = None  # the digest of the table and the settings (keyed)
 
     def settings(self) -> dict:
         """The settings a state carries, beside the sampler's own."""
@@ -78,10 +87,23 @@ class FixedShape:
         return int(_core.epoch_batches(self.dataset_size, self.num_replicas, self.batch_size,
                                        self.drop_last))  # fmt: skip
 
-    def plan(self, order: np.ndarray, rank: int) -> Any:
-        """This rank's batches of the epoch whose global order is `order` (laid out, padded or
-        cut, as DistributedSampler does)."""
+    def plan(self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict) -> Any:
+        """This rank's batches of `epoch`, whose global order is `order()` (laid out, padded or
+        cut, as DistributedSampler does). Keyed: planned window by window as they are asked for,
+        the order bcl::keyed_order's (`order` not called); its digest is that of the table, the
+        settings (`common`, the sampler's, all but the rank) and the epoch."""
+        if self.keyed:
+            if self._inputs is None:
+                settings = dict(common, **self.settings())
+                settings.pop("rank", None)
+                text = repr(sorted(settings.items()))
+                self._inputs = int(_core.settings_digest(self.table.digest, text))
+            return _core.global_windows(
+                self.table, common["seed"], epoch, common["shuffle"], self.num_replicas,
+                self.lookahead, self.batch_size, rank, self.batching, self.cap,
+                self.level_steps, self.drop_last, self._inputs,
+            )  # fmt: skip
         return _core.global_epoch(
-            self.table, order, self.num_replicas, self.lookahead, self.batch_size, rank,
+            self.table, order(), self.num_replicas, self.lookahead, self.batch_size, rank,
             self.batching, self.cap, self.level_steps, self.drop_last,
         )  # fmt: skip

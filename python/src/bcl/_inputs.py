@@ -237,6 +237,23 @@ def real_array(name: str, values: Any) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.float64)
 
 
+def table_in_place(name: str, values: Any) -> np.ndarray:
+    """`values` as a one-dimensional array to read in place (_core.table_view): a numpy array of
+    integers, float32 or float64 (a memory map from ``np.load(path, mmap_mode="r")`` too) as it
+    is, with no copy when it is C-contiguous; anything else as real_array() reads it (float64).
+    bcl.Error, as real_array's, for what holds no real numbers (bool, complex, object)."""
+    _unmasked(name, values)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
+        if values.ndim != 1:
+            raise Error(f"{name} must be one-dimensional (got shape {values.shape})")
+        if values.dtype.kind == "f" and values.dtype.itemsize not in (4, 8):
+            return np.ascontiguousarray(values, dtype=np.float64)  # float16, longdouble
+        if values.dtype.byteorder not in "=|":
+            return np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
+        return np.ascontiguousarray(values)  # the array itself when C-contiguous
+    return real_array(name, values)
+
+
 def _is_integer(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 

@@ -305,13 +305,15 @@ class TokenShape:
             self.pad, "dataset index", self.who,
         )  # fmt: skip
 
-    def plan(self, order: np.ndarray, rank: int) -> Any:
-        """This rank's micro-batches of the epoch whose global order is `order`. bcl.Error naming
-        the dataset index of an entry of lengths or costs edited since construction to a value
-        they refuse (see check_tables_again()), else the plan's own error."""
+    def plan(self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict) -> Any:
+        """This rank's micro-batches of `epoch`, whose global order is `order()` (drawn whole:
+        the token plan's windows end where the tokens say, so an epoch is planned whole).
+        bcl.Error naming the dataset index of an entry of lengths or costs edited since
+        construction to a value they refuse (see check_tables_again()), else the plan's own
+        error."""
         try:
             return _core.token_epoch(
-                self.tokens, self.costs, order, self.budget, self.micro_batches, self.lookahead,
+                self.tokens, self.costs, order(), self.budget, self.micro_batches, self.lookahead,
                 rank, self.alone, self.padding, self.pad,
             )  # fmt: skip
         except Error as e:

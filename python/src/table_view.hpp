@@ -1,0 +1,98 @@
+#pragma once
+// A cost table read in place: a one-dimensional, C-contiguous numpy array of any integer or
+// floating dtype (a memory map from np.load(path, mmap_mode="r") included), held by reference,
+// each entry read as a double when a window needs it. Checked once, in one streaming pass that
+// also takes its digest, so that a table of 1e9 records costs no copy of itself.
+
+#include <bcl/cost_check.hpp>
+#include <bcl/detail/random.hpp>
+#include <bcl/error.hpp>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace bcl_python {
+
+namespace py = pybind11;
+
+class table_view {
+public:
+    /// Holds `values` (its owner stays alive while this does). bcl::error, naming `what`, for an
+    /// array that is not one-dimensional and C-contiguous, or of a dtype other than a signed or
+    /// unsigned integer of 1-8 bytes, float32 or float64; then checks every entry
+    /// (bcl::valid_cost, naming the first bad one's dataset index and value) and takes the
+    /// digest bcl::cost_table_digest takes of the same values as doubles. O(N), no copy.
+    table_view(py::array values, std::string what)
+        : m_values(std::move(values)), m_what(std::move(what)) {
+        if (m_values.ndim() != 1)
+            throw bcl::error(m_what + " must be one-dimensional (got " +
+                             std::to_string(m_values.ndim()) + " dimensions)");
+        if (!(m_values.flags() & py::array::c_style))
+            throw bcl::error(m_what + " must be C-contiguous to be read in place");
+        const char kind = m_values.dtype().kind();
+        const auto width = static_cast<std::size_t>(m_values.dtype().itemsize());
+        const bool integer =
+            (kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8);
+        const bool floating = kind == 'f' && (width == 4 || width == 8);
+        if (!integer && !floating)
+            throw bcl::error(m_what +
+                             " must hold integers or float32/float64 to be read in place "
+                             "(got dtype " +
+                             std::string(py::str(m_values.dtype())) + ")");
+        m_size = static_cast<std::size_t>(m_values.size());
+        m_digest = read([&](const auto* data) {
+            std::uint64_t h = bcl::detail::splitmix64(m_size).next();
+            py::gil_scoped_release unlocked;
+            for (std::size_t i = 0; i < m_size; ++i) {
+                const auto c = static_cast<double>(data[i]);
+                if (!bcl::valid_cost(c)) [[unlikely]] {
+                    py::gil_scoped_acquire locked;
+                    bcl::throw_invalid_cost(m_what + "[" + std::to_string(i) + "] is ", c);
+                }
+                h = bcl::detail::splitmix64(h ^ bcl::detail::cost_bits(c)).next();
+            }
+            return h;
+        });
+    }
+
+    [[nodiscard]] std::size_t size() const noexcept { return m_size; }
+    /// The digest of the table's values as doubles: bcl::cost_table_digest of their conversion.
+    [[nodiscard]] std::uint64_t digest() const noexcept { return m_digest; }
+
+    /// Calls f(data) with the table's entries as a pointer to their own type, and returns what
+    /// it returns: one dispatch a window, then plain reads.
+    template <class F>
+    auto read(F&& f) const -> std::invoke_result_t<F&, const double*> {
+        const void* p = m_values.data();
+        const auto width = m_values.dtype().itemsize();
+        switch (m_values.dtype().kind()) {
+        case 'f':
+            if (width == 4) return f(static_cast<const float*>(p));
+            return f(static_cast<const double*>(p));
+        case 'i':
+            if (width == 1) return f(static_cast<const std::int8_t*>(p));
+            if (width == 2) return f(static_cast<const std::int16_t*>(p));
+            if (width == 4) return f(static_cast<const std::int32_t*>(p));
+            return f(static_cast<const std::int64_t*>(p));
+        default:
+            if (width == 1) return f(static_cast<const std::uint8_t*>(p));
+            if (width == 2) return f(static_cast<const std::uint16_t*>(p));
+            if (width == 4) return f(static_cast<const std::uint32_t*>(p));
+            return f(static_cast<const std::uint64_t*>(p));
+        }
+    }
+
+private:
+    py::array m_values;
+    std::string m_what;
+    std::size_t m_size = 0;
+    std::uint64_t m_digest = 0;
+};
+
+} // namespace bcl_python

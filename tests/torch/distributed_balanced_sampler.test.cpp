@@ -1,9 +1,11 @@
 // bcl::torch::distributed_balanced_sampler, as a specification: R ranks simulated in one process
 // hand out every record of the epoch's kept order exactly once, in exact batches, equally many
-// on every rank; the global order is the documented integer shuffle; the batches are those of
+// on every rank; the global order is the documented integer shuffle, or with
+// epoch_order_kind::keyed bcl::keyed_order's (Python's order="keyed"); the batches are those of
 // bcl::plan_window over the order's windows, bit for bit, with the chained digest; two samplers
 // made alike agree; an archive resumes at every position and every refused field leaves the
-// sampler unchanged; bad costs and settings are errors naming what was wrong.
+// sampler unchanged, an archive of the other order kind too; bad costs and settings are errors
+// naming what was wrong.
 
 #include "allocation_counter.hpp"
 #include "sampler_support.hpp"
@@ -34,6 +36,8 @@ namespace {
 
 using namespace sampler_support;
 using bcl::torch::distributed_balanced_sampler;
+using bcl::torch::distributed_sampler_options;
+using bcl::torch::epoch_order_kind;
 
 // The settings of a sampler, as the tests vary them.
 struct setup {
@@ -45,6 +49,7 @@ struct setup {
     std::uint64_t seed = 5;
     bool drop_last = false;
     bcl::plan_options plan{};
+    epoch_order_kind order = epoch_order_kind::fisher_yates;
 
     [[nodiscard]] std::vector<double> costs() const {
         const std::vector<std::size_t> lengths = make_lengths(n);
@@ -53,7 +58,23 @@ struct setup {
             c[i] = double(lengths[i]) + double(lengths[i] * lengths[i]) / 256.0;
         return c;
     }
+    [[nodiscard]] distributed_sampler_options options(std::size_t rank) const {
+        return {.num_replicas = ranks,
+                .rank = rank,
+                .batch_size = batch,
+                .lookahead = lookahead,
+                .shuffle = shuffle,
+                .seed = seed,
+                .order = order,
+                .drop_last = drop_last,
+                .plan = plan};
+    }
+    // The positional constructor, which most callers use, unless an order is chosen: only the
+    // options' form takes one.
     [[nodiscard]] distributed_balanced_sampler make(std::size_t rank) const {
+        if (order != epoch_order_kind::fisher_yates)
+            return distributed_balanced_sampler(costs(), std::vector<std::uint64_t>(),
+                                                options(rank));
         return distributed_balanced_sampler(costs(), batch, ranks, rank, shuffle, seed, drop_last,
                                             lookahead, plan);
     }
@@ -62,10 +83,16 @@ struct setup {
 using bcl_test::reference_epoch;
 using bcl_test::reference_order;
 
+// The global order `s` must draw in `epoch`: the documented integer shuffle, or bcl::keyed_order's.
+index_batch expected_order(const setup& s, std::size_t epoch) {
+    return s.order == epoch_order_kind::keyed ? keyed_reference_order(s.n, s.seed, epoch, s.shuffle)
+                                              : reference_order(s.n, s.seed, epoch, s.shuffle);
+}
+
 // What every rank of an epoch of `s` must hand out (tests/support/epoch_reference.hpp).
 bcl_test::reference_epoch reference(const setup& s, std::size_t epoch) {
-    return bcl_test::reference_plan(reference_order(s.n, s.seed, epoch, s.shuffle), s.costs(),
-                                    s.ranks, s.lookahead, s.batch, s.drop_last, s.plan);
+    return bcl_test::reference_plan(expected_order(s, epoch), s.costs(), s.ranks, s.lookahead,
+                                    s.batch, s.drop_last, s.plan);
 }
 
 std::vector<index_batch> drain_all(distributed_balanced_sampler& s) {
@@ -95,6 +122,21 @@ void train(Dataset& dataset, const std::vector<double>& costs, std::size_t world
         while (auto indices = sampler.next(sampler.batch_size())) // 16, the epoch's last the rest
             train_step(dataset.get_batch(*indices));
     }
+}
+// snippet-end
+
+// The second snippet docs/torch.md shows ("The epoch's order: Fisher-Yates or keyed").
+// snippet-begin
+// Rank `rank` of `world_size`, each epoch's order drawn as Python's order="keyed" draws it: on
+// the same seed and epoch, the same order, so the same plans and digests.
+bcl::torch::distributed_balanced_sampler keyed_sampler(const std::vector<double>& costs,
+                                                       std::size_t world_size, std::size_t rank) {
+    return bcl::torch::distributed_balanced_sampler(costs, /*lengths=*/{},
+                                                    {.num_replicas = world_size,
+                                                     .rank = rank,
+                                                     .batch_size = 16,
+                                                     .seed = 0,
+                                                     .order = bcl::torch::epoch_order_kind::keyed});
 }
 // snippet-end
 
@@ -659,6 +701,234 @@ TEST_CASE("torch distributed: a sampler with other settings or another cost tabl
                                             other.plan);
     };
     require_distributed_refused(make, bytes, {field});
+}
+
+TEST_CASE("torch distributed: with epoch_order_kind::keyed the global order is bcl::keyed_order(N, "
+          "seed, epoch) at positions 0..N-1, Python's order=\"keyed\": a permutation, the same on "
+          "every rank, another for another epoch or seed; 0..N-1 without shuffle",
+          "[torch][distributed][order][keyed]") {
+    // The default is the documented integer shuffle, as before the choice existed.
+    REQUIRE(distributed_sampler_options{}.order == epoch_order_kind::fisher_yates);
+    const setup s{.n = 1000, .order = epoch_order_kind::keyed};
+    const distributed_balanced_sampler a = s.make(0);
+    const distributed_balanced_sampler b = s.make(2);
+    REQUIRE(a.settings().order == epoch_order_kind::keyed);
+    index_batch iota(1000);
+    std::iota(iota.begin(), iota.end(), std::size_t{0});
+    for (std::size_t epoch : {0, 1, 2, 17}) {
+        CAPTURE(epoch);
+        const index_batch order = a.order_of(epoch);
+        const bcl::keyed_order keyed(1000, 5, epoch);
+        REQUIRE(order.size() == 1000);
+        for (std::size_t p = 0; p < order.size(); ++p) REQUIRE(order[p] == keyed.at(p));
+        REQUIRE(order == b.order_of(epoch)); // every rank draws the same order
+        index_batch sorted = order;
+        std::sort(sorted.begin(), sorted.end());
+        REQUIRE(sorted == iota);
+        REQUIRE(order != iota);
+        REQUIRE(order != reference_order(1000, 5, epoch, true)); // not the Fisher-Yates one
+    }
+    REQUIRE(a.order_of(0) != a.order_of(1));
+    setup other = s;
+    other.seed = 6;
+    REQUIRE(other.make(0).order_of(0) != a.order_of(0));
+    // Without shuffle the kind draws nothing: 0..N-1, as Python's sampler gives.
+    other.shuffle = false;
+    REQUIRE(other.make(0).order_of(4) == iota);
+    // The snippet of docs/torch.md: seed 0, batches of 16, keyed.
+    const setup snippet{.n = 300,
+                        .ranks = 3,
+                        .batch = 16,
+                        .lookahead = 8,
+                        .seed = 0,
+                        .order = epoch_order_kind::keyed};
+    distributed_balanced_sampler shown = keyed_sampler(snippet.costs(), 3, 1);
+    REQUIRE(shown.order_of(2) == keyed_reference_order(300, 0, 2, true));
+    REQUIRE(drain_all(shown) == reference(snippet, 0).batches[1]);
+    // A permutation at every size, those below the network's smallest word (4) too.
+    for (const std::size_t n : {0, 1, 2, 3, 5, 64, 65}) {
+        CAPTURE(n);
+        const index_batch small =
+            setup{.n = n, .order = epoch_order_kind::keyed}.make(0).order_of(3);
+        index_batch sorted = small;
+        std::sort(sorted.begin(), sorted.end());
+        index_batch expected(n);
+        std::iota(expected.begin(), expected.end(), std::size_t{0});
+        REQUIRE(sorted == expected);
+        REQUIRE(small == keyed_reference_order(n, 5, 3, true));
+    }
+}
+
+TEST_CASE("torch distributed: with epoch_order_kind::keyed R ranks hand out every record of the "
+          "kept order exactly once, the global plan's batches over the keyed order; the digest is "
+          "equal on every rank and another for another epoch",
+          "[torch][distributed][contract][keyed]") {
+    struct shape {
+        std::size_t n, ranks, batch, lookahead;
+    };
+    const shape sh =
+        GENERATE(shape{70, 3, 4, 2}, shape{97, 8, 3, 2}, shape{5, 8, 2, 4}, shape{1000, 5, 16, 8});
+    const bool drop_last = GENERATE(false, true);
+    CAPTURE(sh.n, sh.ranks, sh.batch, sh.lookahead, drop_last);
+    const setup s{.n = sh.n,
+                  .ranks = sh.ranks,
+                  .batch = sh.batch,
+                  .lookahead = sh.lookahead,
+                  .drop_last = drop_last,
+                  .order = epoch_order_kind::keyed};
+    std::vector<distributed_balanced_sampler> ranks;
+    for (std::size_t r = 0; r < sh.ranks; ++r) ranks.push_back(s.make(r));
+    std::vector<std::uint64_t> digests;
+    for (std::size_t epoch = 0; epoch < 3; ++epoch) {
+        CAPTURE(epoch);
+        const reference_epoch ref = reference(s, epoch);
+        index_batch all;
+        for (std::size_t r = 0; r < sh.ranks; ++r) {
+            CAPTURE(r);
+            distributed_balanced_sampler& sampler = ranks[r];
+            if (epoch > 0) sampler.reset();
+            REQUIRE(sampler.epoch() == epoch);
+            REQUIRE(sampler.digest() == ref.digest); // so equal on every rank
+            const std::vector<index_batch> batches = drain_all(sampler);
+            REQUIRE(batches == ref.batches[r]);
+            const index_batch mine = sorted_concat(batches);
+            all.insert(all.end(), mine.begin(), mine.end());
+        }
+        std::sort(all.begin(), all.end());
+        index_batch kept = ref.kept;
+        std::sort(kept.begin(), kept.end());
+        REQUIRE(all == kept); // exactly once (a padded index as often as it is padded)
+        REQUIRE(kept.size() == ref.per_rank * sh.ranks);
+        digests.push_back(ref.digest);
+    }
+    // Another epoch, another plan; and the Fisher-Yates order's plan is another again.
+    setup shuffled = s;
+    shuffled.order = epoch_order_kind::fisher_yates;
+    if (sh.n > 5) {
+        digests.push_back(shuffled.make(0).digest());
+        std::sort(digests.begin(), digests.end());
+        REQUIRE(std::adjacent_find(digests.begin(), digests.end()) == digests.end());
+    }
+}
+
+TEST_CASE("torch distributed: with epoch_order_kind::keyed an archive resumes exactly; an archive "
+          "of the other order kind is refused naming bcl_order, the sampler unchanged; the "
+          "default's archive has no bcl_order",
+          "[torch][distributed][resume][keyed]") {
+    const setup s{
+        .n = 70, .ranks = 3, .batch = 4, .lookahead = 2, .order = epoch_order_kind::keyed};
+    setup shuffled = s;
+    shuffled.order = epoch_order_kind::fisher_yates;
+    const std::size_t rank = GENERATE(0, 2);
+    CAPTURE(rank);
+
+    SECTION("saved at any position, a keyed archive resumes the rest of the epoch and the next") {
+        distributed_balanced_sampler uninterrupted = s.make(rank);
+        const std::vector<index_batch> epoch0 = drain_all(uninterrupted);
+        uninterrupted.reset();
+        const std::vector<index_batch> epoch1 = drain_all(uninterrupted);
+        REQUIRE(epoch0 == reference(s, 0).batches[rank]);
+        for (std::size_t taken = 0; taken <= epoch0.size(); ++taken) {
+            CAPTURE(taken);
+            distributed_balanced_sampler saved = s.make(rank);
+            (void)saved.digest();
+            for (std::size_t k = 0; k < taken; ++k) REQUIRE(saved.next(4) == epoch0[k]);
+            const std::string bytes = saved_bytes(saved);
+            REQUIRE(archive_parts::of(bytes, false).ints("bcl_order") == int64s{1});
+            distributed_balanced_sampler restored = s.make(rank);
+            move_distributed(restored);
+            load_bytes(restored, bytes);
+            REQUIRE(restored.position() == taken);
+            REQUIRE(drain_all(restored) ==
+                    std::vector<index_batch>(epoch0.begin() + std::ptrdiff_t(taken), epoch0.end()));
+            restored.reset();
+            REQUIRE(drain_all(restored) == epoch1);
+        }
+    }
+    SECTION("a keyed archive into a Fisher-Yates sampler, and the other way round, planned or "
+            "not") {
+        const bool planned = GENERATE(false, true);
+        CAPTURE(planned);
+        const auto saved = [&](const setup& from) {
+            distributed_balanced_sampler x = from.make(rank);
+            if (planned) (void)x.next(4);
+            return saved_bytes(x);
+        };
+        require_distributed_refused(
+            [&] { return shuffled.make(rank); }, saved(s),
+            {"bcl_order is 1 (keyed)", "but this sampler's order is 0 (fisher_yates)"});
+        require_distributed_refused(
+            [&] { return s.make(rank); }, saved(shuffled),
+            {"bcl_order is absent, so the archive's order is the default, 0 (fisher_yates)",
+             "but this sampler's order is 1 (keyed)"});
+    }
+    SECTION("without shuffle too: the order kind is a setting, compared as given, as Python's "
+            "state compares it") {
+        setup plain = s;
+        plain.shuffle = false;
+        setup plain_shuffled = shuffled;
+        plain_shuffled.shuffle = false;
+        distributed_balanced_sampler x = plain.make(rank);
+        REQUIRE(drain_all(x) == reference(plain_shuffled, 0).batches[rank]); // 0..N-1 either way
+        require_distributed_refused([&] { return plain_shuffled.make(rank); }, saved_bytes(x),
+                                    {"bcl_order is 1 (keyed)"});
+    }
+    SECTION("the default's archive is the archive it was before the choice: no bcl_order, and the "
+            "same bytes as a sampler told fisher_yates by name") {
+        distributed_balanced_sampler by_default = shuffled.make(rank);
+        distributed_balanced_sampler named(shuffled.costs(), std::vector<std::uint64_t>(),
+                                           shuffled.options(rank));
+        (void)by_default.next(4);
+        (void)named.next(4);
+        const std::string bytes = saved_bytes(by_default);
+        REQUIRE(bytes == saved_bytes(named));
+        const archive_parts parts = archive_parts::of(bytes, false);
+        REQUIRE(parts.fields.count("bcl_order") == 0);
+        // The keyed archive holds exactly one field more.
+        distributed_balanced_sampler keyed = s.make(rank);
+        (void)keyed.next(4);
+        const archive_parts keyed_parts = archive_parts::of(saved_bytes(keyed), false);
+        REQUIRE(keyed_parts.fields.size() == parts.fields.size() + 1);
+        for (const auto& [key, t] : parts.fields) REQUIRE(keyed_parts.fields.count(key) == 1);
+    }
+}
+
+TEST_CASE("torch distributed: a keyed archive's bcl_order altered, removed or of another type is "
+          "refused naming it, the sampler unchanged, with the digest as saved and recomputed",
+          "[torch][distributed][resume][tamper][keyed]") {
+    const bool reseal = GENERATE(false, true);
+    CAPTURE(reseal);
+    const setup s{
+        .n = 70, .ranks = 3, .batch = 4, .lookahead = 2, .order = epoch_order_kind::keyed};
+    const auto make = [&] { return s.make(1); };
+    distributed_balanced_sampler genuine = make();
+    for (int k = 0; k < 3; ++k) (void)genuine.next(4);
+    archive_parts parts = archive_parts::of(saved_bytes(genuine), /*nested=*/false);
+    const auto refused = [&](const std::vector<std::string>& names) {
+        require_distributed_refused(make, parts.bytes(reseal), names);
+    };
+
+    SECTION("the genuine archive loads and resumes exactly") {
+        distributed_balanced_sampler restored = make();
+        load_bytes(restored, parts.bytes(reseal));
+        REQUIRE(same_distributed_course(restored, genuine));
+    }
+    SECTION("bcl_order set to the default, or to no kind") {
+        parts.set("bcl_order", {0});
+        refused({"bcl_order is 0 (fisher_yates), but this sampler's order is 1 (keyed)"});
+        parts.set("bcl_order", {2});
+        refused({"bcl_order is 2, but this sampler's order is 1 (keyed)"});
+    }
+    SECTION("bcl_order removed") {
+        parts.fields.erase("bcl_order");
+        refused({"bcl_order is absent"});
+    }
+    SECTION("bcl_order with two values, or as a double") {
+        parts.set("bcl_order", {1, 1});
+        refused({"bcl_order has 2 values, not 1"});
+        parts.fields["bcl_order"] = torch::full({1}, 1.0, torch::kFloat64);
+        refused({"bcl_order", "not a 1-d CPU tensor of Long"});
+    }
 }
 
 TEST_CASE("torch distributed: the snippet of docs/torch.md trains every rank on exact batches of "

@@ -4,9 +4,10 @@
 // epoch's order exactly once over all ranks (plus the order's first ones the "repeat" padding
 // plans again), empty micro-batches only with token_padding::empty; the micro-batches and the
 // digest are those of bcl::token_epoch_planner::share called directly on the documented order with
-// the arguments Python's sampler passes; an archive resumes at every position, and a tampered or
-// mismatched one is refused naming the field, the sampler unchanged; bad options are errors
-// naming the option, in either mode.
+// the arguments Python's sampler passes, with epoch_order_kind::keyed on bcl::keyed_order's; an
+// archive resumes at every position, and a tampered or mismatched one (another order kind too) is
+// refused naming the field, the sampler unchanged; bad options are errors naming the option, in
+// either mode.
 
 #include "sampler_support.hpp"
 #include "support/epoch_reference.hpp"
@@ -37,6 +38,7 @@ namespace {
 using namespace sampler_support;
 using bcl::torch::distributed_balanced_sampler;
 using bcl::torch::distributed_sampler_options;
+using bcl::torch::epoch_order_kind;
 using bcl::torch::token_padding;
 using Catch::Matchers::StartsWith;
 using token_table = std::vector<std::uint64_t>;
@@ -56,6 +58,7 @@ struct token_setup {
     token_padding padding = token_padding::repeat;
     bool shuffle = true;
     std::uint64_t seed = 5;
+    epoch_order_kind order = epoch_order_kind::fisher_yates;
 
     [[nodiscard]] token_table lengths() const {
         token_table out(n, uniform);
@@ -77,6 +80,7 @@ struct token_setup {
                 .lookahead = lookahead,
                 .shuffle = shuffle,
                 .seed = seed,
+                .order = order,
                 .max_tokens = max_tokens,
                 .micro_batches = micro_batches,
                 .multiple_of = multiple_of,
@@ -89,12 +93,20 @@ struct token_setup {
     }
 };
 
+// The order `s` must draw in `epoch`: the documented integer shuffle
+// (tests/support/epoch_reference.hpp, written apart from the sampler), or bcl::keyed_order's.
+index_batch expected_order(const token_setup& s, std::size_t epoch) {
+    return s.order == epoch_order_kind::keyed
+               ? keyed_reference_order(s.n, s.seed, epoch, s.shuffle)
+               : bcl_test::reference_order(s.n, s.seed, epoch, s.shuffle);
+}
+
 // What rank `rank` must hand out in `epoch`: bcl::token_epoch_planner::share called directly on
-// the documented order (tests/support/epoch_reference.hpp, written apart from the sampler), with
-// the arguments python/src/token_epoch.hpp passes for padding "repeat", "empty" or "error".
+// the order expected_order gives, with the arguments python/src/token_epoch.hpp passes for padding
+// "repeat", "empty" or "error".
 bcl::token_epoch_share<std::size_t> expected_share(const token_setup& s, std::size_t epoch,
                                                    std::size_t rank) {
-    const std::vector<std::size_t> order = bcl_test::reference_order(s.n, s.seed, epoch, s.shuffle);
+    const std::vector<std::size_t> order = expected_order(s, epoch);
     const token_table lengths = s.lengths();
     const std::vector<double> costs = s.costs();
     bcl::token_plan_options opt;
@@ -578,6 +590,105 @@ TEST_CASE("torch tokens: a sampler with other settings, lengths or costs refuses
         require_distributed_refused([&] { return s.make(1); }, parts.bytes(true),
                                     {"bcl_format is that of a bcl::torch::balanced_sampler"});
     }
+}
+
+TEST_CASE("torch tokens: with epoch_order_kind::keyed the order is bcl::keyed_order's; the "
+          "micro-batches and digest are bcl::token_epoch_planner's share of it, the digest equal "
+          "on every rank, another for another epoch; every index comes out exactly once",
+          "[torch][distributed][tokens][keyed]") {
+    const std::vector<token_setup> all = shapes();
+    const std::size_t which = GENERATE(0, 1, 2, 4, 8);
+    const token_padding padding = GENERATE(token_padding::repeat, token_padding::empty);
+    token_setup s = all.at(which);
+    s.padding = padding;
+    s.order = epoch_order_kind::keyed;
+    CAPTURE(which, s.n, s.ranks, s.shuffle, static_cast<int>(padding));
+    std::vector<distributed_balanced_sampler> ranks;
+    for (std::size_t r = 0; r < s.ranks; ++r) ranks.push_back(s.make(r));
+    std::vector<std::uint64_t> digests;
+    for (std::size_t epoch = 0; epoch < 3; ++epoch) {
+        CAPTURE(epoch);
+        const index_batch order = expected_order(s, epoch);
+        index_batch seen;
+        std::size_t repeated = 0;
+        for (std::size_t r = 0; r < s.ranks; ++r) {
+            CAPTURE(r);
+            distributed_balanced_sampler& sampler = ranks[r];
+            if (epoch > 0) sampler.reset();
+            REQUIRE(sampler.order_of(epoch) == order);
+            const bcl::token_epoch_share<std::size_t> expected = expected_share(s, epoch, r);
+            REQUIRE(sampler.digest() == expected.digest); // so equal on every rank
+            repeated = sampler.token_plan().repeated;
+            const std::vector<index_batch> batches = drain_all(sampler);
+            REQUIRE(batches == micro_batches_of(expected));
+            for (const index_batch& b : batches) seen.insert(seen.end(), b.begin(), b.end());
+        }
+        // Exactly once: the order, and (token_padding::repeat) its first `repeated` indices again.
+        index_batch expected(order.begin(), order.end());
+        expected.insert(expected.end(), order.begin(),
+                        order.begin() + static_cast<std::ptrdiff_t>(repeated));
+        std::sort(expected.begin(), expected.end());
+        std::sort(seen.begin(), seen.end());
+        REQUIRE(seen == expected);
+        digests.push_back(ranks[0].digest());
+    }
+    if (s.shuffle) REQUIRE(expected_order(s, 0) != expected_order(s, 1));
+    if (s.shuffle && s.uniform == 0) {
+        // Another epoch, another plan (records of one length plan alike in any order); the
+        // Fisher-Yates order's plan is another again.
+        token_setup shuffled = s;
+        shuffled.order = epoch_order_kind::fisher_yates;
+        digests.push_back(shuffled.make(0).digest());
+        std::sort(digests.begin(), digests.end());
+        REQUIRE(std::adjacent_find(digests.begin(), digests.end()) == digests.end());
+    }
+    if (!s.shuffle) REQUIRE(expected_order(s, 1) == bcl_test::reference_order(s.n, 0, 0, false));
+}
+
+TEST_CASE("torch tokens: with epoch_order_kind::keyed an archive resumes exactly; an archive of "
+          "the other order kind is refused naming bcl_order, the sampler unchanged",
+          "[torch][distributed][tokens][resume][keyed]") {
+    token_setup s = shapes().at(2);
+    s.order = epoch_order_kind::keyed;
+    token_setup shuffled = s;
+    shuffled.order = epoch_order_kind::fisher_yates;
+    const std::size_t rank = GENERATE(0, 1);
+    CAPTURE(rank);
+    distributed_balanced_sampler uninterrupted = s.make(rank);
+    const std::vector<index_batch> epoch0 = drain_all(uninterrupted);
+    uninterrupted.reset();
+    const std::vector<index_batch> epoch1 = drain_all(uninterrupted);
+    REQUIRE(!epoch0.empty());
+    for (std::size_t taken = 0; taken <= epoch0.size(); ++taken) {
+        CAPTURE(taken);
+        distributed_balanced_sampler saved = s.make(rank);
+        (void)saved.digest();
+        for (std::size_t k = 0; k < taken; ++k) REQUIRE(saved.next(1) == epoch0[k]);
+        const std::string bytes = saved_bytes(saved);
+        REQUIRE(archive_parts::of(bytes, false).ints("bcl_order") == int64s{1});
+        distributed_balanced_sampler restored = s.make(rank);
+        move_distributed(restored);
+        load_bytes(restored, bytes);
+        REQUIRE(restored.position() == taken);
+        REQUIRE(drain_all(restored) ==
+                std::vector<index_batch>(epoch0.begin() + std::ptrdiff_t(taken), epoch0.end()));
+        restored.reset();
+        REQUIRE(drain_all(restored) == epoch1);
+    }
+
+    distributed_balanced_sampler keyed = s.make(rank);
+    (void)keyed.next(1);
+    require_distributed_refused(
+        [&] { return shuffled.make(rank); }, saved_bytes(keyed),
+        {"bcl_order is 1 (keyed)", "but this sampler's order is 0 (fisher_yates)"});
+    distributed_balanced_sampler by_default = shuffled.make(rank);
+    (void)by_default.next(1);
+    const std::string default_bytes = saved_bytes(by_default);
+    REQUIRE(archive_parts::of(default_bytes, false).fields.count("bcl_order") == 0);
+    require_distributed_refused(
+        [&] { return s.make(rank); }, default_bytes,
+        {"bcl_order is absent, so the archive's order is the default, 0 (fisher_yates)",
+         "but this sampler's order is 1 (keyed)"});
 }
 
 TEST_CASE("torch tokens: bad options are a bcl::error at construction naming the option, in "

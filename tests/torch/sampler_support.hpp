@@ -1,9 +1,11 @@
 #pragma once
-// What the libtorch samplers' tests share: a table of lengths and its cost, draining a sampler,
-// carrying one through archive bytes, taking an archive apart to alter it, and requiring that a
-// load is refused and changes nothing (of either sampler).
+// What the libtorch samplers' tests share: a table of lengths and its cost, the keyed order a
+// distributed sampler draws, draining a sampler, carrying one through archive bytes, taking an
+// archive apart to alter it, and requiring that a load is refused and changes nothing (of either
+// sampler).
 
 #include <bcl/bcl.hpp>
+#include <bcl/keyed_order.hpp>
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/distributed_balanced_sampler.hpp>
 
@@ -45,6 +47,17 @@ inline auto length_cost(const std::vector<std::size_t>& lengths) {
                                  [&lengths](std::size_t i) { return lengths.at(i); });
 }
 using length_cost_type = decltype(length_cost(std::declval<const std::vector<std::size_t>&>()));
+
+// The order a distributed sampler with epoch_order_kind::keyed must draw: bcl::keyed_order(n,
+// seed, epoch) read position by position, 0..n-1, as Python's _core.keyed_order(n, seed, epoch,
+// 0, n) reads it (python/src/core.cpp); 0..n-1 itself without shuffle.
+inline index_batch keyed_reference_order(std::size_t n, std::uint64_t seed, std::uint64_t epoch,
+                                         bool shuffle) {
+    index_batch order(n);
+    const bcl::keyed_order keyed(n, seed, epoch);
+    for (std::size_t p = 0; p < n; ++p) order[p] = shuffle ? keyed.at(p) : p;
+    return order;
+}
 
 template <class Sampler>
 std::vector<index_batch> drain(Sampler& sampler, std::size_t batch_size) {

@@ -18,6 +18,7 @@
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/batch_request.hpp>
 #include <bcl/torch/detail/distributed_fixed_mode.hpp>
+#include <bcl/torch/detail/distributed_options_check.hpp>
 #include <bcl/torch/detail/distributed_sampler_archive.hpp>
 #include <bcl/torch/detail/distributed_token_mode.hpp>
 #include <bcl/torch/detail/epoch_cursor.hpp>
@@ -53,11 +54,12 @@ using token_epoch_share = bcl::token_epoch_share<std::size_t>;
 ///
 /// Each epoch every rank derives the same global order from (seed, epoch): a Fisher-Yates shuffle
 /// of 0..N-1 driven by SplitMix64, written with integer operations only (no std::shuffle nor
-/// std::uniform_int_distribution, whose results differ between standard libraries), or 0..N-1
-/// itself without `shuffle`. As torch's DistributedSampler does, the order is padded with its
-/// first indices (repeated as needed) to a multiple of R = num_replicas, or, with `drop_last`,
-/// cut to one. Every rank then takes m = (that length) / R records, and with `drop_last` m is cut
-/// to a multiple of B. The kept order is cut into windows of R*K*B records (K = lookahead), each
+/// std::uniform_int_distribution, whose results differ between standard libraries), or with
+/// epoch_order_kind::keyed bcl::keyed_order's (Python's order="keyed"), or 0..N-1 itself without
+/// `shuffle`. As torch's DistributedSampler does, the order is padded with its first indices
+/// (repeated as needed) to a multiple of R = num_replicas, or, with `drop_last`, cut to one.
+/// Every rank then takes m = (that length) / R records, and with `drop_last` m is cut to a
+/// multiple of B. The kept order is cut into windows of R*K*B records (K = lookahead), each
 /// planned by bcl::global_planner: the plan depends on nothing but the costs, the shape and the
 /// plan options, bit for bit on every rank, compiler and floating-point flag. This rank keeps
 /// its records of each of the window's steps, in the order's order.
@@ -93,12 +95,13 @@ using token_epoch_share = bcl::token_epoch_share<std::size_t>;
 /// first next() (or digest(), summary(), token_plan(), and in token mode size()): O(N log N),
 /// each rank planning every rank's records.
 ///
-/// Resume: save() writes a format tag, the epoch, every setting, the dataset size, a digest of the
-/// cost table (and of the lengths), the batches handed out and the epoch's plan digest, sealed by
-/// a digest of the fields; token mode has a format of its own. load() checks each field by type
-/// and against this sampler (bcl::error naming the field otherwise), plans the saved epoch again
-/// and compares its digest, and changes nothing unless every check passed; the sampler then hands
-/// out exactly the rest of the saved epoch.
+/// Resume: save() writes a format tag, the epoch, every setting (the order's kind only when it is
+/// keyed, so that the default's archives are those of a bcl before the choice), the dataset size,
+/// a digest of the cost table (and of the lengths), the batches handed out and the epoch's plan
+/// digest, sealed by a digest of the fields; token mode has a format of its own. load() checks
+/// each field by type and against this sampler (bcl::error naming the field otherwise), plans the
+/// saved epoch again and compares its digest, and changes nothing unless every check passed; the
+/// sampler then hands out exactly the rest of the saved epoch.
 ///
 /// Memory: the cost table (8 bytes per index, shared by copies of the sampler; in token mode the
 /// lengths too), the epoch's order (8 bytes per index), this rank's share (8 bytes per record)
@@ -125,12 +128,12 @@ public:
     /// tables. Checks everything here, so that every rank refuses a bad table or setting before
     /// the first step: throws bcl::error naming the setting, or the dataset index and value, for a
     /// setting outside what distributed_sampler_options documents for it (a seed of 2^63 or
-    /// more, num_replicas, lookahead, batch_size or micro_batches of 0, ...), a setting of the
-    /// other mode away from its default, a rank not below num_replicas, R*K*B (in token mode
-    /// R*K*M) above bcl::max_plan_records, invalid plan options, a cost that is not valid
-    /// (bcl::valid_cost); in token mode costs neither empty nor one per length, fewer than R*m
-    /// dataset indices, a length above max_tokens (rounded up to pad_to_multiple_of) without
-    /// oversized_alone, or above 2^31 with it. O(N).
+    /// more, num_replicas, lookahead, batch_size or micro_batches of 0, an order that is no
+    /// epoch_order_kind, ...), a setting of the other mode away from its default, a rank not below
+    /// num_replicas, R*K*B (in token mode R*K*M) above bcl::max_plan_records, invalid plan options,
+    /// a cost that is not valid (bcl::valid_cost); in token mode costs neither empty nor one per
+    /// length, fewer than R*m dataset indices, a length above max_tokens (rounded up to
+    /// pad_to_multiple_of) without oversized_alone, or above 2^31 with it. O(N).
     distributed_balanced_sampler(std::vector<double> costs, std::vector<std::uint64_t> lengths,
                                  const distributed_sampler_options& opt)
         : m_mode(mode_of(std::move(costs), std::move(lengths), opt)) {}
@@ -256,10 +259,11 @@ public:
     /// Writes the sampler's state to `archive` (format
     /// "bcl::torch::distributed_balanced_sampler/2", in token mode
     /// "bcl::torch::distributed_balanced_sampler/tokens/1"): the format tag, the epoch (the one
-    /// under way, whether next() was called in it, the one set_epoch() chose), every setting, the
-    /// dataset size, a digest of the cost table (in token mode of the lengths too), the batches
-    /// (micro-batches) handed out this epoch and the epoch's plan digest (none if the epoch is
-    /// not planned yet), sealed by a digest of these fields. O(1).
+    /// under way, whether next() was called in it, the one set_epoch() chose), every setting (the
+    /// order's kind, bcl_order, only when it is epoch_order_kind::keyed), the dataset size, a
+    /// digest of the cost table (in token mode of the lengths too), the batches (micro-batches)
+    /// handed out this epoch and the epoch's plan digest (none if the epoch is not planned yet),
+    /// sealed by a digest of these fields. O(1).
     void save(::torch::serialize::OutputArchive& archive) const override {
         const detail::distributed_position at{
             m_cursor, m_position,
@@ -276,8 +280,9 @@ public:
     /// the dataset size, num_replicas, rank, batch size, lookahead, shuffle, seed, drop_last and
     /// every plan option (in token mode: max_tokens, micro_batches, multiple_of, oversized_alone,
     /// pad_to_multiple_of and padding instead of the fixed mode's; each a bcl::error naming the
-    /// field and both values); the cost table's digest (and the lengths'); the position (at most
-    /// the epoch's batches, and 0 unless the epoch was planned); then it plans the saved epoch
+    /// field and both values); the order's kind (bcl_order, saved only when keyed: an archive
+    /// without it is of the default); the cost table's digest (and the lengths'); the position (at
+    /// most the epoch's batches, and 0 unless the epoch was planned); then it plans the saved epoch
     /// and compares the plan digest; and last the digest of all the fields. Any failure is a
     /// bcl::error naming the field, and leaves the sampler as it was. O(N log N) if the saved
     /// epoch was planned, O(1) otherwise.
@@ -342,10 +347,12 @@ public:
     }
 
     /// The global order of `epoch` (before padding or cutting): a permutation of 0..N-1 from
-    /// (seed, epoch) with `shuffle`, else 0..N-1. The same on every platform. O(N).
+    /// (seed, epoch) with `shuffle`, drawn as settings().order says (with
+    /// epoch_order_kind::keyed, bcl::keyed_order(N, seed, epoch) at positions 0..N-1), else
+    /// 0..N-1. The same on every platform. O(N).
     [[nodiscard]] std::vector<std::size_t> order_of(std::size_t epoch) const {
         std::vector<std::size_t> order;
-        bcl::epoch_order(dataset_size(), settings().shuffle, settings().seed, epoch, order);
+        detail::draw_epoch_order(settings(), dataset_size(), epoch, order);
         return order;
     }
 

@@ -1,9 +1,9 @@
 #pragma once
 // bcl::torch::distributed_sampler_options, the settings of a
-// bcl::torch::distributed_balanced_sampler (either mode), and bcl::torch::token_padding, how a
-// token-mode epoch ends. Plain data: no libtorch needed, so that a trainer can build and pass
-// them around without it; the sampler checks them at construction
-// (detail/distributed_options_check.hpp).
+// bcl::torch::distributed_balanced_sampler (either mode), bcl::torch::epoch_order_kind, how an
+// epoch's order is drawn, and bcl::torch::token_padding, how a token-mode epoch ends. Plain data:
+// no libtorch needed, so that a trainer can build and pass them around without it; the sampler
+// checks them at construction (detail/distributed_options_check.hpp).
 
 #include <bcl/detail/config.hpp>
 
@@ -13,6 +13,19 @@
 #include <cstdint>
 
 namespace bcl::torch {
+
+/// How a shuffled epoch's order of the dataset indices is drawn from (seed, epoch): Python's
+/// `order=`. Without `shuffle` the order is 0..N-1 whichever kind.
+enum class epoch_order_kind : std::uint8_t {
+    /// A Fisher-Yates shuffle of 0..N-1 driven by SplitMix64 (bcl::epoch_order), the order this
+    /// sampler has always drawn. The default, so that the plans, digests and archives of a job
+    /// that does not choose stay what they were. Not Python's default (torch's randperm).
+    fisher_yates,
+    /// bcl::keyed_order(N, seed, epoch): a keyed bijection of the indices, any position computed
+    /// on its own. The order of Python's `order="keyed"` on the same seed and epoch, so a C++
+    /// and a Python job of the same settings plan the same epochs.
+    keyed,
+};
 
 /// How an epoch ends in token mode when its records cannot give every rank as many non-empty
 /// micro-batches (e.g. an odd count of records of T tokens each on two ranks): Python's
@@ -50,6 +63,12 @@ struct distributed_sampler_options {
     bool shuffle = true;
     /// The order's seed, below 2^63. Default 0.
     std::uint64_t seed = 0;
+    /// How a shuffled epoch's order is drawn (ignored without shuffle, whose order is 0..N-1;
+    /// still saved and compared by an archive, as Python's state does). Default
+    /// epoch_order_kind::fisher_yates, the order drawn before the choice existed, so that a job
+    /// that does not choose keeps its plans, digests and archives; epoch_order_kind::keyed for
+    /// Python's order="keyed".
+    epoch_order_kind order = epoch_order_kind::fisher_yates;
     /// Fixed mode: the order cut to a multiple of R and each rank's share to whole batches, as
     /// DistributedSampler's and BatchSampler's drop_last together. Default false; must stay false
     /// in token mode (every record is planned).

@@ -1,15 +1,17 @@
 // detail/distributed_options_check.hpp, as a specification: the settings of a distributed sampler
-// read as the core's (the fixed mode's epoch shape; the token mode's budget and the plan options
-// Python's sampler passes); each mode's check passes good settings and tables and refuses a bad
-// one with a bcl::error prefixed with the sampler's name and naming the setting, or the dataset
-// index and value. What the core checks of its own settings is refused in the core's words, the
-// same message the core's check throws; what only the sampler knows (the other mode's settings,
-// the rank, the seed, the padding's value, the tables' sizes) in the sampler's own. The settings
-// are checked before the tables.
+// read as the core's (the epoch's order: bcl::epoch_order's, or bcl::keyed_order's when keyed and
+// shuffled; the fixed mode's epoch shape; the token mode's budget and the plan options Python's
+// sampler passes); each mode's check passes good settings and tables and refuses a bad one with a
+// bcl::error prefixed with the sampler's name and naming the setting, or the dataset index and
+// value. What the core checks of its own settings is refused in the core's words, the same message
+// the core's check throws; what only the sampler knows (the other mode's settings, the rank, the
+// seed, the order's and the padding's values, the tables' sizes) in the sampler's own. The
+// settings are checked before the tables.
 
 #include <bcl/detail/tokens/token_records.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/error.hpp>
+#include <bcl/keyed_order.hpp>
 #include <bcl/token_budget.hpp>
 #include <bcl/torch/detail/distributed_options_check.hpp>
 
@@ -25,6 +27,7 @@
 namespace {
 
 using bcl::torch::distributed_sampler_options;
+using bcl::torch::epoch_order_kind;
 using bcl::torch::token_padding;
 using bcl::torch::detail::check_fixed_mode;
 using bcl::torch::detail::check_token_mode;
@@ -112,8 +115,56 @@ TEST_CASE("distributed_options_check: the settings read as the core's: the fixed
     }
 }
 
+TEST_CASE("distributed_options_check: the epoch's order is bcl::epoch_order's Fisher-Yates "
+          "shuffle by default, bcl::keyed_order's positions 0..N-1 when keyed, 0..N-1 without "
+          "shuffle whichever kind; drawn into the vector given, reusing it",
+          "[torch][distributed_options_check][keyed]") {
+    using bcl::torch::detail::draw_epoch_order;
+    for (const std::size_t n : {0, 1, 2, 3, 4, 5, 100, 257}) {
+        for (const std::uint64_t epoch : {0, 1, 9}) {
+            CAPTURE(n, epoch);
+            distributed_sampler_options o{.seed = 13};
+            std::vector<std::size_t> fisher_yates;
+            bcl::epoch_order(n, true, 13, epoch, fisher_yates);
+            std::vector<std::size_t> drawn{42, 43}; // whatever it held is replaced
+            draw_epoch_order(o, n, epoch, drawn);
+            REQUIRE(drawn == fisher_yates);
+
+            o.order = epoch_order_kind::keyed;
+            draw_epoch_order(o, n, epoch, drawn);
+            const bcl::keyed_order keyed(n, 13, epoch);
+            REQUIRE(drawn.size() == n);
+            for (std::size_t p = 0; p < n; ++p) REQUIRE(drawn[p] == keyed.at(p));
+
+            std::vector<std::size_t> iota(n);
+            for (std::size_t i = 0; i < n; ++i) iota[i] = i;
+            for (const epoch_order_kind kind :
+                 {epoch_order_kind::fisher_yates, epoch_order_kind::keyed}) {
+                o.order = kind;
+                o.shuffle = false;
+                draw_epoch_order(o, n, epoch, drawn);
+                REQUIRE(drawn == iota);
+            }
+        }
+    }
+    // Drawn again into a vector of the same size, the order reuses its storage.
+    const distributed_sampler_options keyed{.seed = 1, .order = epoch_order_kind::keyed};
+    std::vector<std::size_t> out;
+    draw_epoch_order(keyed, 500, 0, out);
+    const std::size_t* storage = out.data();
+    draw_epoch_order(keyed, 500, 1, out);
+    REQUIRE(out.data() == storage);
+    // Both modes accept either kind.
+    distributed_sampler_options fixed = fixed_options();
+    fixed.order = epoch_order_kind::keyed;
+    REQUIRE(fixed_refusal(fixed).empty());
+    distributed_sampler_options tokens = token_options();
+    tokens.order = epoch_order_kind::keyed;
+    REQUIRE(token_refusal(tokens).empty());
+}
+
 TEST_CASE("distributed_options_check: fixed mode passes good settings and refuses a token-mode "
-          "setting, a bad shape, rank, seed, plan option or cost, naming it",
+          "setting, a bad shape, rank, seed, order, plan option or cost, naming it",
           "[torch][distributed_options_check]") {
     REQUIRE(fixed_refusal(fixed_options()).empty());
     REQUIRE(fixed_refusal(fixed_options(), {}).empty()); // an empty dataset is no setting
@@ -135,6 +186,8 @@ TEST_CASE("distributed_options_check: fixed mode passes good settings and refuse
          "rank 3 of num_replicas 3: the rank must be below num_replicas"},
         {[](auto& o) { o.seed = std::uint64_t{1} << 63; },
          "the seed must be below 2^63 (got 9223372036854775808)"},
+        {[](auto& o) { o.order = epoch_order_kind(2); },
+         "order is 2, not an epoch_order_kind (fisher_yates or keyed)"},
     };
     for (const change& c : changes) {
         distributed_sampler_options o = fixed_options();
@@ -289,7 +342,8 @@ TEST_CASE("distributed_options_check: token mode refuses the core's bad settings
 }
 
 TEST_CASE("distributed_options_check: token mode refuses what only the sampler knows in its own "
-          "words: a fixed-mode setting, the rank, the seed, the padding, the tables' sizes",
+          "words: a fixed-mode setting, the rank, the seed, the padding, the order, the tables' "
+          "sizes",
           "[torch][distributed_options_check][tokens]") {
     const std::string fixed_only =
         ", but it is for batches of batch_size; with max_tokens a micro-batch holds as many "
@@ -314,6 +368,8 @@ TEST_CASE("distributed_options_check: token mode refuses what only the sampler k
          "the seed must be below 2^63 (got 18446744073709551615)"},
         {[](auto& o) { o.padding = token_padding(3); },
          "padding is 3, not a token_padding (repeat, empty or error)"},
+        {[](auto& o) { o.order = epoch_order_kind(7); },
+         "order is 7, not an epoch_order_kind (fisher_yates or keyed)"},
     };
     for (const change& c : changes) {
         distributed_sampler_options o = token_options();

@@ -8,7 +8,9 @@
 // not this sampler's; the seal is checked last. In token mode the archive has a format of its own
 // (either mode's reader refuses the other's by name), the token settings and the lengths' digest
 // instead of the fixed mode's settings, and the position is checked against the plan of the
-// saved epoch.
+// saved epoch. In either mode the order's kind is saved (bcl_order) only when keyed, so the
+// default's archive is, byte for byte, the one written before the choice existed; an archive of
+// the other kind is refused naming bcl_order and both kinds.
 
 #include "../sampler_support.hpp"
 
@@ -17,6 +19,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -475,4 +478,98 @@ TEST_CASE("distributed_sampler_archive: one identity serves both modes; each for
     // And either archive, written from the changed identity, reads back as the genuine one's.
     REQUIRE(token_reading().read(token_written(tokens, midway()), token_identity()).position == 3);
     REQUIRE(reading().read(written(fixed, midway()), identity()).position == 3);
+}
+
+namespace {
+
+using bcl::torch::epoch_order_kind;
+
+// An archive of `id` standing at `at`, written field by field as the format was laid out before
+// the order's kind existed (docs/torch.md's tables): the header, each mode's settings in their
+// order (the cap after the fixed mode's), the position, the plan digest, the seal.
+std::string written_by_hand(const distributed_identity& id, const distributed_position& at,
+                            bool tokens) {
+    torch::serialize::OutputArchive archive;
+    bcl::torch::detail::archive_writer out(archive);
+    const auto one = [](std::uint64_t v) { return int64s{std::bit_cast<std::int64_t>(v)}; };
+    out.bytes("bcl_format", tokens ? "bcl::torch::distributed_balanced_sampler/tokens/1"
+                                   : "bcl::torch::distributed_balanced_sampler/2");
+    out.int64s("bcl_epoch", at.cursor.to_values());
+    if (tokens)
+        for (const auto& s : bcl::torch::detail::distributed_token_settings(id))
+            out.int64s(s.key, one(s.value));
+    else
+        for (const auto& s : bcl::torch::detail::distributed_settings(id))
+            out.int64s(s.key, one(s.value));
+    if (!tokens) out.real("bcl_cap", id.settings.plan.cap);
+    out.int64s("bcl_position", one(at.position));
+    out.int64s("bcl_plan_digest", at.plan_digest ? one(*at.plan_digest) : int64s{});
+    out.seal("bcl_digest");
+    return archive_bytes(archive);
+}
+
+distributed_identity keyed(distributed_identity id) {
+    id.settings.order = epoch_order_kind::keyed;
+    return id;
+}
+
+} // namespace
+
+TEST_CASE("distributed_sampler_archive: the order's kind is saved as bcl_order only when keyed: "
+          "the default's archive is byte for byte the one written before the choice existed; "
+          "either kind read by a sampler of the other is refused naming bcl_order and both kinds",
+          "[torch][distributed_sampler_archive][keyed]") {
+    const std::string prefix = "dbs::load: the archive's ";
+    const std::string another_way = ": the saved run drew each epoch's order another way";
+
+    SECTION("fixed mode") {
+        REQUIRE(written(identity(), midway()) == written_by_hand(identity(), midway(), false));
+        const distributed_position unplanned{epoch_cursor(), 0, std::nullopt};
+        REQUIRE(written(identity(), unplanned) == written_by_hand(identity(), unplanned, false));
+
+        const std::string bytes = written(keyed(identity()), midway());
+        const archive_parts parts = archive_parts::of(bytes, false);
+        REQUIRE(parts.ints("bcl_order") == int64s{1});
+        REQUIRE(parts.fields.size() ==
+                archive_parts::of(written(identity(), midway()), false).fields.size() + 1);
+        reading r;
+        REQUIRE(r.read(bytes, keyed(identity())).position == 3);
+        REQUIRE(r.planned == std::vector<std::size_t>{4});
+
+        REQUIRE(refusal(bytes, identity()) ==
+                prefix + "bcl_order is 1 (keyed), but this sampler's order is 0 (fisher_yates)" +
+                    another_way);
+        REQUIRE(refusal(written(identity(), midway()), keyed(identity())) ==
+                prefix +
+                    "bcl_order is absent, so the archive's order is the default, 0 "
+                    "(fisher_yates), but this sampler's order is 1 (keyed)" +
+                    another_way);
+        // The kind is checked before the plan is asked for.
+        reading refused;
+        REQUIRE_THROWS_AS(refused.read(bytes, identity()), bcl::error);
+        REQUIRE(refused.planned.empty());
+        // A bcl_order holding the default, where none was written, matches a default sampler's.
+        archive_parts spelled = archive_parts::of(written(identity(), midway()), false);
+        spelled.set("bcl_order", {0});
+        REQUIRE(reading().read(spelled.bytes(/*reseal=*/true), identity()).position == 3);
+    }
+    SECTION("token mode") {
+        REQUIRE(token_written(token_identity(), midway()) ==
+                written_by_hand(token_identity(), midway(), true));
+
+        const std::string bytes = token_written(keyed(token_identity()), midway());
+        REQUIRE(archive_parts::of(bytes, false).ints("bcl_order") == int64s{1});
+        token_reading r;
+        REQUIRE(r.read(bytes, keyed(token_identity())).position == 3);
+        REQUIRE(r.planned == std::vector<std::size_t>{4});
+
+        REQUIRE(token_refusal(bytes, token_identity()) ==
+                prefix + "bcl_order is 1 (keyed), but this sampler's order is 0 (fisher_yates)" +
+                    another_way);
+        REQUIRE(token_refusal(token_written(token_identity(), midway()), keyed(token_identity())) ==
+                prefix +
+                    "bcl_order is absent, so the archive's order is the default, 0 "
+                    "(fisher_yates), but this sampler's order is 1 (keyed)" +
+                    another_way);
+    }
 }

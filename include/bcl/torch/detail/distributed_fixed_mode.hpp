@@ -26,10 +26,11 @@
 
 namespace bcl::torch::detail {
 
-/// A distributed sampler's fixed mode. Each epoch's global order (bcl::epoch_order of N, shuffle,
-/// seed and the epoch) is laid out as torch's DistributedSampler and BatchSampler lay it out
-/// (bcl::epoch_layout), cut into windows of R*K*B records and planned by bcl::epoch_planner::share
-/// for this rank, with the settings' plan options: the same plan, bit for bit, on every rank.
+/// A distributed sampler's fixed mode. Each epoch's global order (draw_epoch_order: the
+/// settings' order of N indices for the epoch) is laid out as torch's DistributedSampler and
+/// BatchSampler lay it out (bcl::epoch_layout), cut into windows of R*K*B records and planned by
+/// bcl::epoch_planner::share for this rank, with the settings' plan options: the same plan, bit
+/// for bit, on every rank.
 ///
 /// Copies share the cost table. The planner's scratch is kept, so that planning an epoch
 /// allocates nothing once one was planned. Not thread-safe.
@@ -105,7 +106,7 @@ public:
 
 private:
     void plan_into(std::size_t epoch, plan_type& out, const char* who) {
-        bcl::epoch_order(dataset_size(), m_options.shuffle, m_options.seed, epoch, m_order);
+        draw_epoch_order(m_options, dataset_size(), epoch, m_order);
         m_planner.share(std::span<const double>(*m_costs), std::span<const std::size_t>(m_order),
                         epoch_shape_of(m_options), m_options.rank, m_options.plan, out, who);
     }

@@ -1,13 +1,13 @@
 #pragma once
 // Which settings and tables a bcl::torch::distributed_balanced_sampler accepts, in either mode,
-// and how its settings read as the core's: the fixed mode's epoch shape, the token mode's budget
-// and plan options. The sampler checks them at construction, so that every rank refuses a bad
-// setting or table before the first step. What the core checks of its own settings comes from the
-// core, in its words (bcl::check_epoch_shape, bcl::check_plan_options, bcl::check_cost_table,
-// bcl::check_token_budget, bcl::check_token_window, bcl::check_token_options and the length rule,
-// bcl::detail::tokens::checked_length); what only the sampler knows is checked here: the other
-// mode's settings left at their defaults, the rank, the seed, the padding's value, the tables'
-// sizes.
+// and how its settings read as the core's: the epoch's order, the fixed mode's epoch shape, the
+// token mode's budget and plan options. The sampler checks them at construction, so that every rank
+// refuses a bad setting or table before the first step. What the core checks of its own settings
+// comes from the core, in its words (bcl::check_epoch_shape, bcl::check_plan_options,
+// bcl::check_cost_table, bcl::check_token_budget, bcl::check_token_window, bcl::check_token_options
+// and the length rule, bcl::detail::tokens::checked_length); what only the sampler knows is checked
+// here: the other mode's settings left at their defaults, the rank, the seed, the order's and the
+// padding's values, the tables' sizes.
 
 #include <bcl/detail/config.hpp>
 
@@ -16,6 +16,7 @@
 #include <bcl/epoch_plan.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/keyed_order.hpp>
 #include <bcl/token_budget.hpp>
 #include <bcl/torch/detail/epoch_cursor.hpp>
 #include <bcl/torch/distributed_sampler_options.hpp>
@@ -25,8 +26,23 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace bcl::torch::detail {
+
+/// Either mode: the order of `epoch` of the dataset indices 0..n-1 into `out`, as the settings
+/// choose it: 0..n-1 without shuffle; else bcl::epoch_order's Fisher-Yates shuffle, or with
+/// epoch_order_kind::keyed positions 0..n-1 of bcl::keyed_order(n, seed, epoch), what Python's
+/// `_core.keyed_order(n, seed, epoch, 0, n)` gives. Reuses `out`'s storage. O(n).
+inline void draw_epoch_order(const distributed_sampler_options& o, std::size_t n, std::size_t epoch,
+                             std::vector<std::size_t>& out) {
+    if (o.shuffle && o.order == epoch_order_kind::keyed) {
+        out.resize(n);
+        bcl::keyed_order(n, o.seed, epoch).fill(0, std::span<std::size_t>(out));
+        return;
+    }
+    bcl::epoch_order(n, o.shuffle, o.seed, epoch, out);
+}
 
 /// Fixed mode: the epoch's shape (R, K, B, drop_last). O(1).
 [[nodiscard]] inline bcl::epoch_shape
@@ -69,15 +85,24 @@ inline void check_rank(const distributed_sampler_options& o, const char* who) {
                                 ": the rank must be below num_replicas");
 }
 
+/// Either mode: throws bcl::error "<who>: order is <value>, not an epoch_order_kind
+/// (fisher_yates or keyed)" for an order that is neither (a value cast into the enum).
+inline void check_order_kind(const distributed_sampler_options& o, const char* who) {
+    if (o.order != epoch_order_kind::fisher_yates && o.order != epoch_order_kind::keyed)
+        refuse_setting(who, "order is " + std::to_string(static_cast<unsigned>(o.order)) +
+                                ", not an epoch_order_kind (fisher_yates or keyed)");
+}
+
 /// Fixed mode's checks (max_tokens 0), in this order, each a bcl::error prefixed with `who`: a
-/// seed of 2^63 or more; any token-mode setting away from its default, or lengths given (naming
-/// it, and saying to set max_tokens too); the shape (bcl::check_epoch_shape: R, K or B of 0, R*K*B
-/// above bcl::max_plan_records); a rank not below num_replicas; the plan options
-/// (bcl::check_plan_options); the first invalid cost (bcl::check_cost_table, naming its dataset
-/// index). O(N).
+/// seed of 2^63 or more; an order that is no epoch_order_kind; any token-mode setting away from its
+/// default, or lengths given (naming it, and saying to set max_tokens too); the shape
+/// (bcl::check_epoch_shape: R, K or B of 0, R*K*B above bcl::max_plan_records); a rank not below
+/// num_replicas; the plan options (bcl::check_plan_options); the first invalid cost
+/// (bcl::check_cost_table, naming its dataset index). O(N).
 inline void check_fixed_mode(const distributed_sampler_options& o, std::span<const double> costs,
                              std::span<const std::uint64_t> lengths, const char* who) {
     check_counter(o.seed, who, "the seed");
+    check_order_kind(o, who);
     const auto token_only = [who](const std::string& what) {
         refuse_setting(who, what + ", but it is for token-budget micro-batches: set max_tokens too "
                                    "(or leave it at its default for batches of batch_size)");
@@ -96,18 +121,20 @@ inline void check_fixed_mode(const distributed_sampler_options& o, std::span<con
 }
 
 /// Token mode's checks (max_tokens above 0), the settings before the tables, in this order, each
-/// a bcl::error prefixed with `who`: a seed of 2^63 or more; any fixed-mode setting away from its
-/// default (batch_size, drop_last, plan; naming it); the budget over K steps
-/// (bcl::check_token_budget: R, m or K of 0, T above 2^31, R*K above bcl::max_plan_records); a
-/// rank not below num_replicas; the window (bcl::check_token_window: M of 0 or not a multiple of
-/// m, R*K*M above bcl::max_plan_records); pad_to_multiple_of of 0 or above T
-/// (bcl::check_token_options); a padding that is no token_padding; costs neither empty nor one
-/// per length; fewer than R*m dataset indices; the first invalid cost (bcl::check_cost_table);
-/// the first length above T once rounded up to pad_to_multiple_of, without oversized_alone, or
-/// above 2^31 with it (bcl::detail::tokens::checked_length, naming its dataset index). O(N).
+/// a bcl::error prefixed with `who`: a seed of 2^63 or more; an order that is no
+/// epoch_order_kind; any fixed-mode setting away from its default (batch_size, drop_last, plan;
+/// naming it); the budget over K steps (bcl::check_token_budget: R, m or K of 0, T above 2^31, R*K
+/// above bcl::max_plan_records); a rank not below num_replicas; the window
+/// (bcl::check_token_window: M of 0 or not a multiple of m, R*K*M above bcl::max_plan_records);
+/// pad_to_multiple_of of 0 or above T (bcl::check_token_options); a padding that is no
+/// token_padding; costs neither empty nor one per length; fewer than R*m dataset indices; the first
+/// invalid cost (bcl::check_cost_table); the first length above T once rounded up to
+/// pad_to_multiple_of, without oversized_alone, or above 2^31 with it
+/// (bcl::detail::tokens::checked_length, naming its dataset index). O(N).
 inline void check_token_mode(const distributed_sampler_options& o, std::span<const double> costs,
                              std::span<const std::uint64_t> lengths, const char* who) {
     check_counter(o.seed, who, "the seed");
+    check_order_kind(o, who);
     const auto fixed_only = [who](const std::string& what) {
         refuse_setting(who, what + ", but it is for batches of batch_size; with max_tokens a "
                                    "micro-batch holds as many records as fit and every record is "

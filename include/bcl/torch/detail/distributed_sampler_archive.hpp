@@ -2,10 +2,11 @@
 // The archive of a bcl::torch::distributed_balanced_sampler (format
 // "bcl::torch::distributed_balanced_sampler/2", or in token mode
 // "bcl::torch::distributed_balanced_sampler/tokens/1"): the header every sampler archive starts
-// with (detail/archive_header.hpp), every setting, a digest of the cost table (and in token mode
-// of the lengths), the batches (micro-batches) handed out and the epoch's plan digest, and the
-// seal; and how load() reads it back, each field checked by its type and against the sampler it
-// is loaded into before anything is kept. Needs libtorch's C++ API on the include path; without
+// with (detail/archive_header.hpp), every setting (the order's kind only when it is not the
+// default), a digest of the cost table (and in token mode of the lengths), the batches
+// (micro-batches) handed out and the epoch's plan digest, and the seal; and how load() reads it
+// back, each field checked by its type and against the sampler it is loaded into before anything
+// is kept. Needs libtorch's C++ API on the include path; without
 // it this header is empty.
 
 #include <bcl/detail/config.hpp>
@@ -101,6 +102,47 @@ void check_settings(archive_reader& in, const std::array<distributed_setting, Co
     }
 }
 
+/// The field of the epoch's order kind (distributed_sampler_options::order), in either mode's
+/// archive. Written only when the kind is not the default (epoch_order_kind::fisher_yates): the
+/// default's archives then stay, byte for byte, what a bcl before the choice wrote, and they
+/// still load. A bcl before the choice refuses a keyed sampler's archive, never resuming it in
+/// another order: by its plan digest (it plans the Fisher-Yates order), or else by its seal
+/// (bcl_order is in the digest, and it does not read the field).
+inline constexpr const char* order_field = "bcl_order";
+
+/// The order kind's value and name, as messages show it: "1 (keyed)".
+[[nodiscard]] inline std::string order_kind_text(std::uint64_t kind) {
+    constexpr std::array<const char*, 2> names{"fisher_yates", "keyed"};
+    return std::to_string(kind) +
+           (kind < names.size() ? std::string(" (") + names[kind] + ")" : std::string());
+}
+
+/// Writes bcl_order (one int64, the kind's value) if `s`'s order is not the default, else
+/// nothing.
+inline void write_order(archive_writer& out, const distributed_sampler_options& s) {
+    if (s.order == epoch_order_kind::fisher_yates) return;
+    const std::array<std::int64_t, 1> kind{static_cast<std::int64_t>(s.order)};
+    out.int64s(order_field, kind);
+}
+
+/// Reads bcl_order, if the archive has it (else the kind is the default, as in every archive of
+/// the default and of a bcl before the choice), and throws bcl::error naming the field and both
+/// kinds unless it is `s`'s order.
+inline void check_saved_order(archive_reader& in, const distributed_sampler_options& s) {
+    const bool present = in.peek_type(order_field).has_value();
+    const std::uint64_t saved = present
+                                    ? std::bit_cast<std::uint64_t>(in.int64(order_field))
+                                    : static_cast<std::uint64_t>(epoch_order_kind::fisher_yates);
+    const auto expected = static_cast<std::uint64_t>(s.order);
+    if (saved == expected) return;
+    in.fail(std::string(order_field) +
+            (present
+                 ? " is " + order_kind_text(saved)
+                 : " is absent, so the archive's order is the default, " + order_kind_text(saved)) +
+            ", but this sampler's order is " + order_kind_text(expected) +
+            ": the saved run drew each epoch's order another way");
+}
+
 /// Reads bcl_plan_digest, once the position of `at` is read: none or one value, there once the
 /// epoch started (`unit`: what the position counts, for the message). Throws bcl::error naming
 /// the field otherwise.
@@ -150,8 +192,9 @@ inline void write_position(archive_writer& out, const distributed_position& at) 
 }
 
 /// Writes a distributed sampler's archive: the header (distributed_sampler_format, `at.cursor`),
-/// every setting of `id` (bcl_dataset_size ... bcl_level_steps, bcl_costs, bcl_cap), the
-/// position, the plan digest (no value if the epoch is not planned), and the seal. O(1).
+/// every setting of `id` (bcl_dataset_size ... bcl_level_steps, bcl_costs, bcl_order when keyed,
+/// bcl_cap), the position, the plan digest (no value if the epoch is not planned), and the seal.
+/// O(1).
 inline void write_distributed_archive(::torch::serialize::OutputArchive& archive,
                                       const distributed_identity& id,
                                       const distributed_position& at) {
@@ -161,23 +204,25 @@ inline void write_distributed_archive(::torch::serialize::OutputArchive& archive
     };
     write_header(out, distributed_sampler_format, at.cursor);
     for (const distributed_setting& s : distributed_settings(id)) out.int64s(s.key, one(s.value));
+    write_order(out, id.settings);
     out.real("bcl_cap", id.settings.plan.cap);
     write_position(out, at);
 }
 
 /// Reads back what write_distributed_archive wrote and checks every field: the header
-/// (read_header: the format, the epoch cursor); each setting and the cap against `id`, bit for
-/// bit (the message names the field and both values); the position (0 to id.batches, and 0
-/// unless the epoch started); the plan digest (none or one, there once the epoch started, and
-/// equal to `plan(epoch)`, the digest of this sampler's plan of the epoch under way, called only
-/// if the archive has one); and last the seal. Throws bcl::error naming the field otherwise.
-/// O(1) plus `plan`.
+/// (read_header: the format, the epoch cursor); each setting, the order's kind
+/// (check_saved_order) and the cap against `id`, bit for bit (the message names the field and
+/// both values); the position (0 to id.batches, and 0 unless the epoch started); the plan digest
+/// (none or one, there once the epoch started, and equal to `plan(epoch)`, the digest of this
+/// sampler's plan of the epoch under way, called only if the archive has one); and last the seal.
+/// Throws bcl::error naming the field otherwise. O(1) plus `plan`.
 template <class Plan>
 [[nodiscard]] distributed_position
 read_distributed_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
     distributed_position at;
     at.cursor = read_header(in, distributed_sampler_format);
     check_settings(in, distributed_settings(id));
+    check_saved_order(in, id.settings);
     if (const double cap = in.real("bcl_cap");
         std::bit_cast<std::uint64_t>(cap) != std::bit_cast<std::uint64_t>(id.settings.plan.cap))
         in.fail("bcl_cap is " + bcl::detail::number_text(cap) +
@@ -232,9 +277,9 @@ distributed_token_settings(const distributed_identity& id) noexcept {
 }
 
 /// Writes a token-mode archive: the header (distributed_token_format, `at.cursor`), every
-/// setting of `id` (bcl_dataset_size ... bcl_padding, bcl_lengths, bcl_costs), the position (the
-/// micro-batches handed out), the plan digest (no value if the epoch is not planned), and the
-/// seal. O(1).
+/// setting of `id` (bcl_dataset_size ... bcl_padding, bcl_lengths, bcl_costs, bcl_order when
+/// keyed), the position (the micro-batches handed out), the plan digest (no value if the epoch
+/// is not planned), and the seal. O(1).
 inline void write_distributed_token_archive(::torch::serialize::OutputArchive& archive,
                                             const distributed_identity& id,
                                             const distributed_position& at) {
@@ -245,23 +290,25 @@ inline void write_distributed_token_archive(::torch::serialize::OutputArchive& a
     write_header(out, distributed_token_format, at.cursor);
     for (const distributed_setting& s : distributed_token_settings(id))
         out.int64s(s.key, one(s.value));
+    write_order(out, id.settings);
     write_position(out, at);
 }
 
 /// Reads back what write_distributed_token_archive wrote and checks every field: the header
 /// (read_header: the format, so that a fixed-mode archive is refused by name, the epoch
-/// cursor); each setting against `id`, bit for bit (the message names the field and both
-/// values); the position (0 or more, and 0 unless the epoch started); the plan digest (none or
-/// one, there once the epoch started); if there is one, `plan(epoch)` (this sampler's plan of
-/// the epoch under way, a token_epoch_check) must have that digest and at least the position's
-/// micro-batches; and last the seal. Throws bcl::error naming the field otherwise. O(1) plus
-/// `plan`.
+/// cursor); each setting and the order's kind (check_saved_order) against `id`, bit for bit (the
+/// message names the field and both values); the position (0 or more, and 0 unless the epoch
+/// started); the plan digest (none or one, there once the epoch started); if there is one,
+/// `plan(epoch)` (this sampler's plan of the epoch under way, a token_epoch_check) must have that
+/// digest and at least the position's micro-batches; and last the seal. Throws bcl::error naming
+/// the field otherwise. O(1) plus `plan`.
 template <class Plan>
 [[nodiscard]] distributed_position
 read_distributed_token_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
     distributed_position at;
     at.cursor = read_header(in, distributed_token_format);
     check_settings(in, distributed_token_settings(id));
+    check_saved_order(in, id.settings);
     read_position(in, at, "micro-batches", std::nullopt);
     if (at.plan_digest) {
         const std::size_t epoch = at.cursor.current();

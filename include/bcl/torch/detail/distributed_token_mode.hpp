@@ -28,11 +28,12 @@
 
 namespace bcl::torch::detail {
 
-/// A distributed sampler's token mode. Each epoch's global order (bcl::epoch_order of N, shuffle,
-/// seed and the epoch), unpadded, is planned by bcl::token_epoch_planner::share for this rank
-/// with the arguments python/src/token_epoch.hpp passes: the budget (R, T, m), M micro-batches a
-/// step, K steps a window, token_options_of the settings, and repeat_to_fill with
-/// token_padding::repeat. Its digest is then Python's on the same order.
+/// A distributed sampler's token mode. Each epoch's global order (draw_epoch_order: the settings'
+/// order of N indices for the epoch), unpadded, is planned by bcl::token_epoch_planner::share for
+/// this rank with the arguments python/src/token_epoch.hpp passes: the budget (R, T, m), M
+/// micro-batches a step, K steps a window, token_options_of the settings, and repeat_to_fill with
+/// token_padding::repeat. Its digest is then Python's on the same order (with
+/// epoch_order_kind::keyed, on the same seed and epoch).
 ///
 /// Copies share the tables. The planner's scratch is kept, so that planning an epoch allocates
 /// little once one was planned. Not thread-safe.
@@ -109,7 +110,7 @@ public:
 
 private:
     void plan_into(std::size_t epoch, plan_type& out, const char* who) {
-        bcl::epoch_order(dataset_size(), m_options.shuffle, m_options.seed, epoch, m_order);
+        draw_epoch_order(m_options, dataset_size(), epoch, m_order);
         m_planner.share(std::span<const std::uint64_t>(*m_lengths),
                         std::span<const double>(*m_costs), std::span<const std::size_t>(m_order),
                         token_budget_of(m_options), m_options.micro_batches, m_options.lookahead,

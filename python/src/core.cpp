@@ -318,22 +318,54 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init([](const std::shared_ptr<const table_view>& table, std::uint64_t seed,
                          std::uint64_t epoch, bool shuffle, std::size_t ranks, std::size_t steps,
                          std::size_t batch, std::size_t rank, bcl::batch_cost batching, double cap,
-                         bool level_steps, bool drop_last, std::uint64_t inputs) {
+                         bool level_steps, bool drop_last, std::uint64_t inputs,
+                         const py::object& rest) {
                  bcl::plan_options opt;
                  opt.batching = batching;
                  opt.cap = cap;
                  opt.level_steps = level_steps;
+                 bcl::epoch_rest whole(table->size());
+                 if (!rest.is_none()) {
+                     // (start, span, taken): the parts a state holds, checked by from_parts.
+                     const auto parts = rest.cast<py::tuple>();
+                     const auto bytes = parts[2].cast<std::string>();
+                     whole = bcl::epoch_rest::from_parts(
+                         table->size(), parts[0].cast<std::uint64_t>(),
+                         parts[1].cast<std::uint64_t>(),
+                         std::span<const std::uint8_t>(
+                             reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()),
+                         "bcl.DistributedBalancedBatchSampler");
+                 }
                  return global_windows(table, seed, epoch, shuffle,
                                        bcl::epoch_shape{.ranks = ranks,
                                                         .lookahead = steps,
                                                         .batch = batch,
                                                         .drop_last = drop_last},
-                                       rank, opt, inputs);
+                                       rank, opt, inputs, std::move(whole));
              }),
              py::arg("table"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
              py::arg("ranks"), py::arg("steps"), py::arg("batch"), py::arg("rank"),
              py::arg("batching"), py::arg("cap"), py::arg("level_steps"), py::arg("drop_last"),
-             py::arg("inputs"))
+             py::arg("inputs"), py::arg("rest") = py::none())
+        .def(
+            "rest_after",
+            [](global_windows& self, std::size_t position) -> py::object {
+                const bcl::epoch_rest r = self.rest_after(position);
+                const std::span<const std::uint8_t> t = r.taken();
+                return py::make_tuple(r.start(), r.span(),
+                                      py::bytes(reinterpret_cast<const char*>(t.data()), t.size()));
+            },
+            py::arg("position"),
+            "(start, span, taken) of the epoch's rest once every rank took `position` batches.")
+        .def_property_readonly(
+            "rest",
+            [](const global_windows& self) -> py::object {
+                const bcl::epoch_rest& r = self.rest();
+                if (r.whole()) return py::none();
+                const std::span<const std::uint8_t> t = r.taken();
+                return py::make_tuple(r.start(), r.span(),
+                                      py::bytes(reinterpret_cast<const char*>(t.data()), t.size()));
+            })
         .def_property_readonly("batches", &global_windows::batches)
         .def_property_readonly("digest", &global_windows::digest)
         .def("batch", &global_windows::batch, py::arg("i"))

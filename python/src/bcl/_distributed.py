@@ -97,9 +97,10 @@ class _Shape(Protocol):
 
     def epoch_length(self, planned: Callable[[], Any]) -> int: ...  # this rank's batches
 
-    def plan(  # this rank's share of an epoch, its order drawn by order() if needed
-        self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict
-    ) -> Any: ...
+    def plan(  # this rank's share of an epoch (or of its rest), its order drawn if needed
+        self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict,
+        rest: Optional[tuple] = None, ranks: Optional[int] = None,
+    ) -> Any: ...  # fmt: skip
 
 
 class _Pass:
@@ -212,6 +213,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
     _format = STATE_FORMAT
     _earlier_formats = _EARLIER_FORMATS
     _checked_fields = _CHECKED_FIELDS
+    _optional_fields = ("rest",)  # what a checkpoint left of the epoch, after a resize
 
     def __init__(
         self,
@@ -316,7 +318,9 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
     def __len__(self) -> int:
         # The batches of the epoch the next iterator hands out: a loaded state's, else the epoch
         # set_epoch() named; planned once, when first asked, where the count depends on it.
-        epoch = self._resume.epoch if self._resume is not None else self.epoch
+        if self._resume is not None:  # a loaded state's rest of its epoch
+            return int(self._resume.plan.batches)
+        epoch = self.epoch
         return self._shape.epoch_length(lambda: self._planned(epoch))
 
     def set_epoch(self, epoch: int) -> None:
@@ -412,31 +416,53 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         return dict(self._common(), **self._shape.settings())
 
     def _fields(self, cursor: Optional[_Pass], position: int, ended: bool) -> dict:
-        """The pass's epoch, its batches taken and its plan's digest; or, with no pass, an ended
-        one, or a finished one whose epoch set_epoch() has since replaced, the epoch not
-        started."""
+        """The pass's epoch, its batches taken and its plan's digest (and, for a pass over what
+        a checkpoint left of its epoch, that rest); or, with no pass, an ended one, or a
+        finished one whose epoch set_epoch() has since replaced, the epoch not started."""
         finished = cursor is not None and position == cursor.batches
+        rest = None
         if cursor is None or ended or (finished and cursor.epoch != self.epoch):
             epoch, position, digest = self.epoch, 0, None
         else:
             epoch, digest = cursor.epoch, f"{cursor.plan.digest:016x}"
-        return {"epoch": epoch, "position": position, "digest": digest,
-                "settings": self._settings()}  # fmt: skip
+            rest = getattr(cursor.plan, "rest", None)
+        fields = {"epoch": epoch, "position": position, "digest": digest,
+                  "settings": self._settings()}  # fmt: skip
+        if rest is not None:
+            fields["rest"] = {"start": int(rest[0]), "span": int(rest[1]), "taken": bytes(rest[2])}
+        return fields
 
     def _load(self, read: Reader, extra: Any) -> None:
         """Checks every field (the settings one by one, as their types), then plans the saved
-        epoch and compares its digest; commits only then."""
+        epoch (or its rest) and compares its digest; commits only then. A state of fixed batches
+        over the keyed order may come from another number of ranks: the epoch goes on from what
+        its ranks had taken, planned at this sampler's."""
         settings = read.section("settings")
         mine = self._settings()
         settings.keys(mine)
+        resizable = getattr(self._shape, "keyed", False)
         for key, value in mine.items():
-            settings.same(key, value)
+            if not (resizable and key in ("num_replicas", "rank")):
+                settings.same(key, value)
+        saved_ranks = self.num_replicas
+        if resizable:  # any rank's state at a step boundary serves every rank, at any size
+            saved_ranks = settings.count("num_replicas")
+            if saved_ranks == 0 or settings.count("rank") >= saved_ranks:
+                raise settings.error("rank", f"is not below num_replicas ({saved_ranks})")
         epoch, position = read.count("epoch"), read.count("position")
         digest = read.get("digest")
+        rest = self._saved_rest(read, resizable, digest is not None)
         resume = None
         if digest is not None:
             saved = read.text("digest")
-            plan = self._planned(epoch)
+            common = self._common()
+            if rest is None and saved_ranks == self.num_replicas:
+                plan = self._planned(epoch)
+            else:
+                # At another size, the saving ranks' plan (any one's: the rest is theirs alike).
+                rank = min(self.rank, saved_ranks - 1)
+                plan = self._shape.plan(epoch, lambda: self._order(epoch), rank, common,
+                                        rest=rest, ranks=saved_ranks)  # fmt: skip
             if f"{plan.digest:016x}" != saved:
                 raise Error(
                     f"{_WHO}: the state's digest does not match this sampler's plan of epoch "
@@ -445,12 +471,30 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             if position > plan.batches:
                 unit = self._shape.unit
                 raise read.error("position", f"is {position}, past the {plan.batches} {unit}")
+            if saved_ranks != self.num_replicas:
+                # What every saving rank had taken, the records left planned at this size.
+                left = plan.rest_after(position)
+                plan = self._shape.plan(epoch, lambda: self._order(epoch), self.rank, common,
+                                        rest=left)  # fmt: skip
+                position = 0
             resume = _Pass(epoch, plan, position)
         elif position != 0:
             raise read.error("position", f"is {position} for an epoch not started")
         self.epoch = epoch
         self._resume = resume
         self._latest = None
+
+    @staticmethod
+    def _saved_rest(read: Reader, resizable: bool, started: bool) -> Optional[tuple]:
+        """The state's rest of its epoch, (start, span, taken), or None for the whole epoch;
+        checked against the epoch by the plan that takes it (bcl::epoch_rest::from_parts)."""
+        if "rest" not in read.state:
+            return None
+        if not resizable or not started:
+            raise read.error("rest", "is for a started epoch of fixed batches over the keyed order")
+        part = read.section("rest")
+        part.keys(("start", "span", "taken"))
+        return (part.count("start"), part.count("span"), part.data("taken"))
 
     def _shared_on_copy(self) -> dict:
         return {"process_group": self.process_group}

@@ -87,21 +87,28 @@ class FixedShape:
         return int(_core.epoch_batches(self.dataset_size, self.num_replicas, self.batch_size,
                                        self.drop_last))  # fmt: skip
 
-    def plan(self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict) -> Any:
+    def plan(
+        self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict,
+        rest: Optional[tuple] = None, ranks: Optional[int] = None,
+    ) -> Any:  # fmt: skip
         """This rank's batches of `epoch`, whose global order is `order()` (laid out, padded or
         cut, as DistributedSampler does). Keyed: planned window by window as they are asked for,
-        the order bcl::keyed_order's (`order` not called); its digest is that of the table, the
-        settings (`common`, the sampler's, all but the rank) and the epoch."""
+        the order bcl::keyed_order's (`order` not called), over `rest` (a checkpoint's
+        (start, span, taken): the records of the epoch left) or the whole epoch, at `ranks` ranks
+        (default the sampler's); its digest is that of the table, the settings (`common`, the
+        sampler's, but the rank and the ranks), the ranks, the epoch and the rest."""
         if self.keyed:
             if self._inputs is None:
                 settings = dict(common, **self.settings())
                 settings.pop("rank", None)
+                settings.pop("num_replicas", None)
                 text = repr(sorted(settings.items()))
                 self._inputs = int(_core.settings_digest(self.table.digest, text))
             return _core.global_windows(
-                self.table, common["seed"], epoch, common["shuffle"], self.num_replicas,
-                self.lookahead, self.batch_size, rank, self.batching, self.cap,
-                self.level_steps, self.drop_last, self._inputs,
+                self.table, common["seed"], epoch, common["shuffle"],
+                self.num_replicas if ranks is None else ranks, self.lookahead, self.batch_size,
+                rank, self.batching, self.cap, self.level_steps, self.drop_last, self._inputs,
+                rest,
             )  # fmt: skip
         return _core.global_epoch(
             self.table, order(), self.num_replicas, self.lookahead, self.batch_size, rank,

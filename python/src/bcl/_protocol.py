@@ -78,7 +78,9 @@ def taken(consumed: Any, handed_out: int, who: str) -> int:
 class StatefulBatchSampler(_SamplerBase):
     """The base of both samplers: iteration, state_dict()/load_state_dict() and copies.
 
-    A subclass sets ``_who``, ``_format``, ``_earlier_formats``, ``_checked_fields`` and calls
+    A subclass sets ``_who``, ``_format``, ``_earlier_formats``, ``_checked_fields`` (and
+    ``_optional_fields``, checked when present, so that states without them keep their
+    checksums) and calls
     ``_keep_arguments()`` at the end of its constructor; it implements ``_begin()`` (a cursor
     of a new pass), ``_fields(cursor, position, ended)`` (the state's fields) and
     ``_load(read, extra)`` (checks every field, then commits a resume cursor or none), and may
@@ -90,6 +92,11 @@ class StatefulBatchSampler(_SamplerBase):
     _format = ""
     _earlier_formats: tuple = ()
     _checked_fields: tuple = ()
+    _optional_fields: tuple = ()
+
+    def _checksummed(self, state: Mapping) -> tuple:
+        """The fields the checksum covers: the checked ones, and the optional ones present."""
+        return self._checked_fields + tuple(k for k in self._optional_fields if k in state)
 
     def _keep_arguments(self, arguments: dict) -> None:
         """Keeps the constructor's arguments (for copies) and starts with no pass."""
@@ -159,7 +166,7 @@ class StatefulBatchSampler(_SamplerBase):
         ended = cursor is not None and cursor.done and consumed is None
         state: dict = {"format": self._format}
         state.update(self._fields(cursor, position, ended))
-        state["checksum"] = checksum(state, self._checked_fields)
+        state["checksum"] = checksum(state, self._checksummed(state))
         return state
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -185,7 +192,7 @@ class StatefulBatchSampler(_SamplerBase):
                 f"{self._format!r})"
             )
         read = Reader(state, self._who)
-        read.verify(self._checked_fields)
+        read.verify(self._checksummed(state))
         self._load(read, extra)
 
     # -- copies ----------------------------------------------------------------------------------

@@ -305,12 +305,17 @@ class TokenShape:
             self.pad, "dataset index", self.who,
         )  # fmt: skip
 
-    def plan(self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict) -> Any:
+    def plan(
+        self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict,
+        rest: Optional[tuple] = None, ranks: Optional[int] = None,
+    ) -> Any:  # fmt: skip
         """This rank's micro-batches of `epoch`, whose global order is `order()` (drawn whole:
         the token plan's windows end where the tokens say, so an epoch is planned whole).
         bcl.Error naming the dataset index of an entry of lengths or costs edited since
         construction to a value they refuse (see check_tables_again()), else the plan's own
-        error."""
+        error. A token epoch resumes at the ranks it was saved at, whole: `rest` and `ranks`
+        (another size) are never passed."""
+        assert rest is None and ranks is None
         try:
             return _core.token_epoch(
                 self.tokens, self.costs, order(), self.budget, self.micro_batches, self.lookahead,

@@ -57,6 +57,10 @@ echo "== bench/python/bench_padding.py, bench_plan_batches.py and bench_micro_ba
 "$venv/bin/python" bench/python/bench_plan_batches.py
 "$venv/bin/python" bench/python/bench_micro_batches.py --batches 10
 
+echo "== bench/python/bench_scale.py (quick)"
+# Fails if any sampler's epoch hands out another count of batches than its len().
+"$venv/bin/python" bench/python/bench_scale.py --n 100000 --ranks 64 --repeats 1 --steady 50
+
 echo "== examples/python/train_ddp.py --smoke --running-mean --policy bcl,global"
 # A bounded wait: two ranks that cannot reach each other would otherwise wait for gloo's timeout.
 # Exits 1 if any policy ran a different number of steps on the two ranks in any epoch.
@@ -66,5 +70,9 @@ timeout -k 10 240 "$venv/bin/python" examples/python/train_ddp.py --smoke --runn
 echo "== examples/python/stream_finetune.py --smoke"
 # One process, then two DDP ranks; exits 1 unless the resumed run gives the same batches.
 timeout -k 10 120 "$venv/bin/python" examples/python/stream_finetune.py --smoke
+
+echo "== examples/python/resize_resume.py (2 ranks, checkpoint, restart on 3)"
+# Exits 1 if an index of the epoch is lost or repeated beyond the padding, or ranks' counts differ.
+timeout -k 10 120 "$venv/bin/python" examples/python/resize_resume.py
 
 echo "== python checks passed"

@@ -27,11 +27,6 @@ namespace {
 using bcl_test::index_list;
 using Catch::Matchers::Contains;
 
-std::vector<double> table_of(std::size_t n, std::uint64_t seed) {
-    const auto& list = bcl_test::all_distributions();
-    return list[seed % list.size()].generate(n, seed);
-}
-
 struct shape_case {
     std::size_t n, ranks, batch, lookahead;
 };
@@ -69,7 +64,7 @@ TEST_CASE("epoch plan: every rank's share is the global plan's, and over all ran
     const bool drop_last = GENERATE(false, true);
     const bool padded = GENERATE(false, true);
     CAPTURE(sh.n, sh.ranks, sh.batch, sh.lookahead, drop_last, padded);
-    const std::vector<double> table = table_of(sh.n, sh.n + sh.ranks);
+    const std::vector<double> table = bcl_test::costs_of_seed(sh.n, sh.n + sh.ranks);
     const index_list order = bcl_test::reference_order(sh.n, 11, 2, true);
     bcl::plan_options opt;
     opt.batching = padded ? bcl::batch_cost::padded : bcl::batch_cost::packed;
@@ -101,7 +96,7 @@ TEST_CASE("epoch plan: every rank's share is the global plan's, and over all ran
 
 TEST_CASE("epoch plan: plan() hands every window's slots to its caller, the digest chained",
           "[epoch_plan]") {
-    const std::vector<double> table = table_of(500, 3);
+    const std::vector<double> table = bcl_test::costs_of_seed(500, 3);
     const index_list order = bcl_test::reference_order(500, 1, 0, true);
     const bcl::epoch_shape shape{.ranks = 4, .lookahead = 3, .batch = 8};
     bcl::epoch_planner planner;
@@ -125,7 +120,7 @@ TEST_CASE("epoch plan: plan() hands every window's slots to its caller, the dige
 TEST_CASE("epoch plan: a bad shape, a rank past the ranks, an index without a cost and a bad "
           "cost are errors naming them, and leave the share as it was",
           "[epoch_plan][errors]") {
-    std::vector<double> table = table_of(100, 1);
+    std::vector<double> table = bcl_test::costs_of_seed(100, 1);
     const index_list order = bcl_test::reference_order(100, 1, 0, true);
     bcl::epoch_planner planner;
     bcl::epoch_share<std::size_t> share;

@@ -20,7 +20,7 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-std::vector<std::uint64_t> records_of(const bcl::epoch_rest& r) {
+std::vector<std::uint64_t> rest_records(const bcl::epoch_rest& r) {
     std::vector<std::uint64_t> out(r.size());
     for (std::uint64_t q = 0; q < r.size(); ++q) out[q] = r.position(q);
     return out;
@@ -47,7 +47,7 @@ TEST_CASE("epoch rest: over chains of after(), the records left are those never 
         std::set<std::uint64_t> taken;
         CAPTURE(c, n);
         for (int link = 0; link < 4 && rest.size() > 0; ++link) {
-            const std::vector<std::uint64_t> before = records_of(rest);
+            const std::vector<std::uint64_t> before = rest_records(rest);
             // A prefix of the rest, then a scattered few of the next window (as a step
             // boundary inside a window takes them).
             const std::uint64_t prefix = rng() % (rest.size() + 1);
@@ -64,7 +64,7 @@ TEST_CASE("epoch rest: over chains of after(), the records left are those never 
             std::vector<std::uint64_t> expected;
             for (std::uint64_t p = 0; p < n; ++p)
                 if (!taken.contains(p)) expected.push_back(p);
-            REQUIRE(records_of(next) == expected);
+            REQUIRE(rest_records(next) == expected);
             // The span reaches no further than the old span or the last record taken.
             std::uint64_t end = rest.start() + rest.span();
             for (const std::uint64_t q : also) end = std::max(end, before[q] + 1);
@@ -75,7 +75,7 @@ TEST_CASE("epoch rest: over chains of after(), the records left are those never 
             // Its parts rebuild it.
             const bcl::epoch_rest again =
                 bcl::epoch_rest::from_parts(n, next.start(), next.span(), next.taken(), "test");
-            REQUIRE(records_of(again) == expected);
+            REQUIRE(rest_records(again) == expected);
             rest = again;
         }
     }

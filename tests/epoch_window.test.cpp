@@ -25,18 +25,13 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-std::vector<double> table_of(std::size_t n, std::uint64_t seed) {
-    const auto& list = bcl_test::all_distributions();
-    return list[seed % list.size()].generate(n, seed);
-}
-
-struct shape_case {
+struct epoch_window_case {
     std::size_t n, ranks, batch, lookahead;
     bool drop_last;
 };
 
-const std::vector<shape_case>& shape_cases() {
-    static const std::vector<shape_case> cases = {
+const std::vector<epoch_window_case>& epoch_window_cases() {
+    static const std::vector<epoch_window_case> cases = {
         {0, 2, 3, 2, false},     {1, 1, 1, 1, false},   {7, 3, 2, 2, false},
         {7, 3, 2, 2, true},      {100, 4, 3, 2, false}, {100, 4, 3, 2, true},
         {257, 8, 4, 3, false},   {1000, 5, 7, 4, true}, {1000, 7, 1, 9, false},
@@ -49,10 +44,10 @@ const std::vector<shape_case>& shape_cases() {
 
 TEST_CASE("epoch window: window by window, the plans of bcl::epoch_planner, digest and summary",
           "[epoch_window]") {
-    for (const shape_case& c : shape_cases())
+    for (const epoch_window_case& c : epoch_window_cases())
         for (std::uint64_t seed = 1; seed <= 12; ++seed) {
             CAPTURE(c.n, c.ranks, c.batch, c.lookahead, c.drop_last, seed);
-            const std::vector<double> costs = table_of(c.n + 3, seed);
+            const std::vector<double> costs = bcl_test::costs_of_seed(c.n + 3, seed);
             const bcl::keyed_order keyed(c.n, seed, 7);
             std::vector<std::uint64_t> order(c.n);
             keyed.fill(0, std::span<std::uint64_t>(order));
@@ -96,10 +91,10 @@ TEST_CASE("epoch window: window by window, the plans of bcl::epoch_planner, dige
 
 TEST_CASE("epoch window: each rank's records of a window are its share of the epoch, B a step",
           "[epoch_window]") {
-    for (const shape_case& c : shape_cases())
+    for (const epoch_window_case& c : epoch_window_cases())
         for (std::uint64_t seed = 1; seed <= 6; ++seed) {
             CAPTURE(c.n, c.ranks, c.batch, c.lookahead, c.drop_last, seed);
-            const std::vector<double> costs = table_of(c.n, seed);
+            const std::vector<double> costs = bcl_test::costs_of_seed(c.n, seed);
             const bcl::keyed_order keyed(c.n, seed, 1);
             std::vector<std::int64_t> order(c.n);
             for (std::size_t p = 0; p < c.n; ++p) order[p] = static_cast<std::int64_t>(keyed.at(p));
@@ -137,7 +132,7 @@ TEST_CASE("epoch window: a table read in place (float, 32-bit integers) plans as
     std::vector<std::uint32_t> lengths(n);
     std::vector<float> single(n);
     std::vector<double> as_double(n);
-    const std::vector<double> drawn = table_of(n, 5);
+    const std::vector<double> drawn = bcl_test::costs_of_seed(n, 5);
     for (std::size_t i = 0; i < n; ++i) {
         lengths[i] = static_cast<std::uint32_t>(drawn[i] * 1000.0) % 100000u;
         single[i] = static_cast<float>(lengths[i]) * 0.5f;

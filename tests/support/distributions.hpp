@@ -152,4 +152,11 @@ inline std::uint64_t case_seed(std::uint64_t i) {
     return z ^ (z >> 31);
 }
 
+/// n costs from the distribution `seed` picks among all_distributions() (seed mod their count):
+/// a table that a loop over seeds draws from each of them in turn.
+inline cost_list costs_of_seed(std::size_t n, std::uint64_t seed) {
+    const auto& list = all_distributions();
+    return list[seed % list.size()].generate(n, seed);
+}
+
 } // namespace bcl_test

@@ -162,7 +162,9 @@ public:
                 m_fill[step] = step * shape.batch;
             for (std::size_t i = 0; i < slots.size(); ++i)
                 if (slots[i].rank == rank)
-                    m_share[base + m_fill[slots[i].step]++] = order[(first + i) % order.size()];
+                    // plan() checked every index against the table: none is negative.
+                    m_share[base + m_fill[slots[i].step]++] =
+                        static_cast<std::uint64_t>(order[(first + i) % order.size()]);
         };
         const epoch_plan_summary summary = plan(costs, order, shape, opt, keep_mine, who);
         out.records.assign(m_share.begin(), m_share.end());

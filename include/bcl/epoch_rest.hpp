@@ -45,7 +45,7 @@ public:
                         " bytes for a span of " + std::to_string(span) + " positions");
         if (span % 8 != 0 && (taken.back() >> (span % 8)) != 0)
             throw error(prefix + "has bits set past its span");
-        if (span > 0 && (taken[0] & 1u) != 0)
+        if (span > 0 && (taken[0] & 1U) != 0)
             throw error(prefix + "starts at a position it marks taken");
         epoch_rest r(n);
         r.m_start = start;
@@ -100,7 +100,7 @@ public:
         r.m_span = end - r.m_start;
         r.m_taken.assign((r.m_span + 7) / 8, 0xFF);
         if (r.m_span % 8 != 0)
-            r.m_taken.back() = static_cast<std::uint8_t>((1u << (r.m_span % 8)) - 1);
+            r.m_taken.back() = static_cast<std::uint8_t>((1U << (r.m_span % 8)) - 1);
         // Clear the bits of the records left: positions rise with record numbers.
         for (std::uint64_t q = first; q < left; ++q) {
             const std::uint64_t p = position(q);
@@ -110,7 +110,7 @@ public:
                 continue;
             }
             const std::uint64_t i = p - r.m_start;
-            r.m_taken[i / 8] = static_cast<std::uint8_t>(r.m_taken[i / 8] & ~(1u << (i % 8)));
+            r.m_taken[i / 8] = static_cast<std::uint8_t>(r.m_taken[i / 8] & ~(1U << (i % 8)));
         }
         r.index_pending();
         return r;
@@ -120,7 +120,7 @@ private:
     void index_pending() {
         m_pending.clear();
         for (std::uint64_t i = 0; i < m_span; ++i)
-            if ((m_taken[i / 8] >> (i % 8) & 1u) == 0) m_pending.push_back(m_start + i);
+            if ((m_taken[i / 8] >> (i % 8) & 1U) == 0) m_pending.push_back(m_start + i);
     }
 
     std::uint64_t m_n = 0;

@@ -171,4 +171,11 @@ TEST_CASE("epoch plan: the cost table's digest reads costs as the planner does",
     REQUIRE(bcl::cost_table_digest(a) == bcl::cost_table_digest(b));
     REQUIRE(bcl::cost_table_digest(a) != bcl::cost_table_digest(c));
     REQUIRE(bcl::cost_table_digest(a) != bcl::cost_table_digest(std::vector<double>{1.0, 0.0}));
+    // Fed one cost at a time (a table read where it lies), the same digest.
+    for (const auto& table : {a, b, c, bcl_test::costs_of_seed(1000, 4)}) {
+        bcl::cost_table_digester d(table.size());
+        for (const double x : table) d.add(x);
+        REQUIRE(d.digest() == bcl::cost_table_digest(table));
+    }
+    REQUIRE(bcl::cost_table_digester(3).digest() != bcl::cost_table_digest(a));
 }

@@ -37,12 +37,26 @@ inline void check_cost_table(std::span<const double> costs, std::string_view who
         });
 }
 
+/// cost_table_digest one cost at a time, for a table read where it lies (a memory map, any
+/// numeric type): the costs of a table of `n` fed in order give the digest of the table.
+class cost_table_digester {
+public:
+    explicit cost_table_digester(std::uint64_t n) noexcept : m_h(detail::splitmix64(n).next()) {}
+    void add(double cost) noexcept {
+        m_h = detail::splitmix64(m_h ^ detail::cost_bits(cost)).next();
+    }
+    [[nodiscard]] std::uint64_t digest() const noexcept { return m_h; }
+
+private:
+    std::uint64_t m_h;
+};
+
 /// A digest of a cost table as the planner reads it (-0.0 as 0.0), bit for bit: equal tables,
 /// equal digests, on every platform. O(N), noexcept.
 [[nodiscard]] inline std::uint64_t cost_table_digest(std::span<const double> costs) noexcept {
-    std::uint64_t h = detail::splitmix64(costs.size()).next();
-    for (const double c : costs) h = detail::splitmix64(h ^ detail::cost_bits(c)).next();
-    return h;
+    cost_table_digester d(costs.size());
+    for (const double c : costs) d.add(c);
+    return d.digest();
 }
 
 /// The epoch's order of the dataset indices 0..n-1 into `out`: a Fisher-Yates shuffle driven by

@@ -5,7 +5,7 @@
 // also takes its digest, so that a table of 1e9 records costs no copy of itself.
 
 #include <bcl/cost_check.hpp>
-#include <bcl/detail/random.hpp>
+#include <bcl/epoch_plan.hpp>
 #include <bcl/error.hpp>
 
 #include <pybind11/numpy.h>
@@ -47,7 +47,7 @@ public:
                              std::string(py::str(m_values.dtype())) + ")");
         m_size = static_cast<std::size_t>(m_values.size());
         m_digest = read([&](const auto* data) {
-            std::uint64_t h = bcl::detail::splitmix64(m_size).next();
+            bcl::cost_table_digester digester(m_size);
             py::gil_scoped_release unlocked;
             for (std::size_t i = 0; i < m_size; ++i) {
                 const auto c = static_cast<double>(data[i]);
@@ -55,9 +55,9 @@ public:
                     py::gil_scoped_acquire locked;
                     bcl::throw_invalid_cost(m_what + "[" + std::to_string(i) + "] is ", c);
                 }
-                h = bcl::detail::splitmix64(h ^ bcl::detail::cost_bits(c)).next();
+                digester.add(c);
             }
-            return h;
+            return digester.digest();
         });
     }
 

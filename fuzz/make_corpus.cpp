@@ -1,10 +1,10 @@
 // Writes the seed corpus of the fuzz targets: `bcl-fuzz-make-corpus <dir>` creates
-// <dir>/balancer/, <dir>/state/ and <dir>/calibration/ and fills them with a few dozen small
-// inputs, each a sequence of the decisions the harnesses read (written by seed_writer.hpp, which
-// reads each seed's options back with the harness's own reader and stops the program unless
-// they are the ones the seed asks for). The output is deterministic; the repository's
-// fuzz/corpus/ is this program's output, and the reproducers of past findings kept beside it
-// (fuzz/corpus/calibration/finding-*).
+// <dir>/balancer/, <dir>/state/, <dir>/calibration/ and <dir>/epoch_rest/ and fills them with a few
+// dozen small inputs, each a sequence of the decisions the harnesses read (written by
+// seed_writer.hpp, which reads each seed's options back with the harness's own reader and stops the
+// program unless they are the ones the seed asks for). The output is deterministic; the
+// repository's fuzz/corpus/ is this program's output, and the reproducers of past findings kept
+// beside it (fuzz/corpus/calibration/finding-*).
 
 #include "calibration_input.hpp"
 #include "fuzz_support.hpp"
@@ -414,11 +414,34 @@ void calibration_seeds(const std::filesystem::path& dir) {
 
 } // namespace
 
+// epoch_rest: parts as a resumed job writes them (a rest in the middle of an epoch, the whole
+// epoch, an empty rest) and as damage leaves them (a bitmap a byte short or long, a bit past the
+// span, the start taken), each followed by a chain of takes.
+void epoch_rest_seeds(const std::filesystem::path& dir) {
+    const auto takes = [](seed s) {
+        for (int link = 0; link < 3; ++link) {
+            s.u16(static_cast<std::uint16_t>(5 + 7 * link)).byte(6);
+            for (std::uint8_t k = 0; k < 6; ++k) s.byte(static_cast<std::uint8_t>(3 * k + 1));
+        }
+        return s;
+    };
+    // n, start, span, the bitmap's shape (see the harness), then its bytes.
+    write(dir, "middle",
+          takes(seed().u16(300).u16(40).u16(20).byte(3).byte(0x5A).byte(0x33).byte(0x05)).bytes());
+    write(dir, "whole", takes(seed().u16(500).u16(0).u16(0).byte(0)).bytes());
+    write(dir, "empty", seed().u16(64).u16(64).u16(0).byte(0).bytes());
+    write(dir, "short-bitmap", seed().u16(300).u16(40).u16(20).byte(2).byte(0).byte(0).bytes());
+    write(dir, "long-bitmap",
+          seed().u16(300).u16(40).u16(20).byte(1).byte(0).byte(0).byte(0).byte(0).bytes());
+    write(dir, "bit-past-span", seed().u16(300).u16(40).u16(9).byte(0).byte(0).byte(0xF0).bytes());
+    write(dir, "start-taken", seed().u16(300).u16(40).u16(8).byte(0).byte(0x01).bytes());
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         std::fprintf(stderr,
-                     "usage: %s <corpus dir>   (writes <dir>/balancer, <dir>/state and "
-                     "<dir>/calibration)\n",
+                     "usage: %s <corpus dir>   (writes <dir>/balancer, <dir>/state, "
+                     "<dir>/calibration and <dir>/epoch_rest)\n",
                      argv[0]);
         return 2;
     }
@@ -426,5 +449,6 @@ int main(int argc, char** argv) {
     balancer_seeds(root / "balancer");
     state_seeds(root / "state");
     calibration_seeds(root / "calibration");
+    epoch_rest_seeds(root / "epoch_rest");
     return 0;
 }

@@ -312,6 +312,29 @@ TEST_CASE("torch distributed: after its first epoch the sampler plans an epoch w
     }
 }
 
+TEST_CASE("torch distributed: keyed, after its first epoch digest() allocates nothing (it plans "
+          "nothing) and next() only the batch it returns, each window planned in the scratch of "
+          "the last",
+          "[torch][distributed][allocation][keyed]") {
+    const setup s{
+        .n = 3000, .ranks = 7, .batch = 16, .lookahead = 8, .order = epoch_order_kind::keyed};
+    distributed_balanced_sampler sampler = s.make(3);
+    (void)drain_all(sampler); // the first epoch sizes the scratch
+    for (std::size_t epoch = 1; epoch < 4; ++epoch) {
+        CAPTURE(epoch);
+        sampler.set_epoch(epoch);
+        sampler.reset();
+        const long before = allocation_count();
+        (void)sampler.digest();
+        REQUIRE(allocation_count() == before);
+        std::size_t batches = 0;
+        const long before_batches = allocation_count();
+        while (torch::optional<index_batch> b = sampler.next(16)) ++batches;
+        REQUIRE(batches == sampler.size());
+        REQUIRE(allocation_count() - before_batches == long(batches));
+    }
+}
+
 TEST_CASE("torch distributed: samplers made alike agree, copies too; another seed, epoch, cost "
           "or setting gives another digest",
           "[torch][distributed][determinism]") {
@@ -760,7 +783,8 @@ TEST_CASE("torch distributed: with epoch_order_kind::keyed the global order is b
 }
 
 TEST_CASE("torch distributed: with epoch_order_kind::keyed R ranks hand out every record of the "
-          "kept order exactly once, the global plan's batches over the keyed order; the digest is "
+          "kept order exactly once, the global plan's batches over the keyed order (planned window "
+          "by window); summary() chains the windows' plan digests; the digest, the inputs', is "
           "equal on every rank and another for another epoch",
           "[torch][distributed][contract][keyed]") {
     struct shape {
@@ -788,9 +812,14 @@ TEST_CASE("torch distributed: with epoch_order_kind::keyed R ranks hand out ever
             distributed_balanced_sampler& sampler = ranks[r];
             if (epoch > 0) sampler.reset();
             REQUIRE(sampler.epoch() == epoch);
-            REQUIRE(sampler.digest() == ref.digest); // so equal on every rank
+            // The inputs' digest, known without planning: equal on every rank.
+            REQUIRE(sampler.digest() == ranks[0].digest());
             const std::vector<index_batch> batches = drain_all(sampler);
             REQUIRE(batches == ref.batches[r]);
+            REQUIRE(sampler.summary().digest == ref.digest); // the whole epoch's plan
+            REQUIRE(sampler.summary().windows ==
+                    (ref.kept.size() + sh.ranks * sh.lookahead * sh.batch - 1) /
+                        (sh.ranks * sh.lookahead * sh.batch));
             const index_batch mine = sorted_concat(batches);
             all.insert(all.end(), mine.begin(), mine.end());
         }
@@ -799,7 +828,7 @@ TEST_CASE("torch distributed: with epoch_order_kind::keyed R ranks hand out ever
         std::sort(kept.begin(), kept.end());
         REQUIRE(all == kept); // exactly once (a padded index as often as it is padded)
         REQUIRE(kept.size() == ref.per_rank * sh.ranks);
-        digests.push_back(ref.digest);
+        digests.push_back(ranks[0].digest());
     }
     // Another epoch, another plan; and the Fisher-Yates order's plan is another again.
     setup shuffled = s;

@@ -35,6 +35,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -83,9 +84,18 @@ using token_epoch_share = bcl::token_epoch_share<std::size_t>;
 /// only with token_padding::empty (libtorch's data loader asserts that a batch is not empty:
 /// drive such a sampler with next() yourself).
 ///
+/// Keyed (epoch_order_kind::keyed, fixed mode): each window is planned when a batch of it is
+/// first asked, over bcl::keyed_order read position by position (the same batches as the whole
+/// epoch's plan, O(window) memory, no order of N held), and an archive saved at R ranks resumes
+/// at another num_replicas: the rest of the epoch, every index the saving ranks had not taken
+/// exactly once, planned at this size (docs/torch.md, "Keyed: window by window, and resume at
+/// another world size").
+///
 /// The digest: digest() is the chain of the epoch's window plans' bcl::plan_digest (in token
-/// mode, bcl::token_epoch_share::digest). Ranks that plan alike have equal digests; a rank with
-/// another cost table, seed, epoch or setting has another. Compare it across ranks once per epoch
+/// mode, bcl::token_epoch_share::digest; keyed, fixed mode, a digest of the inputs: the cost
+/// table's digest, the settings, the epoch, R and the rest planned, known without planning).
+/// Ranks that plan alike have equal digests; a rank with another cost table, seed, epoch or
+/// setting has another. Compare it across ranks once per epoch
 /// (one all-reduce of its min and max): a mismatch means records trained twice or never, so
 /// treat it as an error.
 ///
@@ -93,7 +103,7 @@ using token_epoch_share = bcl::token_epoch_share<std::size_t>;
 /// epoch() + 1, or the same epoch if no next() was called in it yet (so a loader's first
 /// begin() does not skip epoch 0), or the one set_epoch() chose since. The epoch is planned at its
 /// first next() (or digest(), summary(), token_plan(), and in token mode size()): O(N log N),
-/// each rank planning every rank's records.
+/// each rank planning every rank's records (keyed: each window at its first batch).
 ///
 /// Resume: save() writes a format tag, the epoch, every setting (the order's kind only when it is
 /// keyed, so that the default's archives are those of a bcl before the choice), the dataset size,
@@ -101,12 +111,15 @@ using token_epoch_share = bcl::token_epoch_share<std::size_t>;
 /// digest, sealed by a digest of the fields; token mode has a format of its own. load() checks
 /// each field by type and against this sampler (bcl::error naming the field otherwise), plans the
 /// saved epoch again and compares its digest, and changes nothing unless every check passed; the
-/// sampler then hands out exactly the rest of the saved epoch.
+/// sampler then hands out exactly the rest of the saved epoch. Keyed, fixed mode: an archive of
+/// another num_replicas or rank is taken too, and a pass over what a checkpoint left of the epoch
+/// saves that rest (bcl_rest_start, bcl_rest_span, bcl_rest_taken, only then).
 ///
 /// Memory: the cost table (8 bytes per index, shared by copies of the sampler; in token mode the
 /// lengths too), the epoch's order (8 bytes per index), this rank's share (8 bytes per record)
-/// and the planner's scratch for one window. After the first epoch nothing is allocated in fixed
-/// mode but the batches handed out. Not thread-safe, like libtorch's own samplers.
+/// and the planner's scratch for one window; keyed, fixed mode, the cost table and one window.
+/// After the first epoch nothing is allocated in fixed mode but the batches handed out. Not
+/// thread-safe, like libtorch's own samplers.
 class distributed_balanced_sampler final
     : public ::torch::data::samplers::Sampler<std::vector<std::size_t>> {
     static constexpr const char* who = "bcl::torch::distributed_balanced_sampler";
@@ -214,31 +227,37 @@ public:
         ensure_planned();
         m_cursor.mark_started();
         if (m_position == planned_batches()) return ::torch::nullopt;
-        const std::span<const std::size_t> batch =
-            in_mode([this](const auto& m) { return m.batch(m_position); });
+        const std::span<const std::size_t> batch = in_mode([this](auto& m) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(m)>, detail::distributed_fixed_mode>)
+                return m.batch(m_position, who); // keyed: plans the batch's window if it is new
+            else
+                return m.batch(m_position);
+        });
         ++m_position;
         return std::vector<std::size_t>(batch.begin(), batch.end());
     }
 
     /// The chain of the plan digests of the epoch under way's windows (bcl::plan_digest; in
-    /// token mode bcl::token_epoch_share::digest, Python's stats['digest'] on the same order):
-    /// equal on every rank that planned the same epoch alike. Plans the epoch if it is not yet,
-    /// O(N log N); O(1) after.
+    /// token mode bcl::token_epoch_share::digest, Python's stats['digest'] on the same order;
+    /// keyed, fixed mode, the inputs' digest, detail::keyed_pass_digest, O(1)): equal on every
+    /// rank that planned the same epoch alike. Plans the epoch if it is not yet, O(N log N); O(1)
+    /// after.
     [[nodiscard]] std::uint64_t digest() {
         ensure_planned();
         return in_mode([](const auto& m) { return m.digest(); });
     }
 
-    /// What the plans of the epoch under way promise (plans it if it is not yet). Fixed mode:
-    /// in token mode a bcl::error (token_plan() describes a token epoch).
+    /// What the plans of the epoch under way promise (plans it if it is not yet; keyed, plans
+    /// every window of the pass once, O(N log(R*K*B)) with one window's memory, the first time).
+    /// Fixed mode: in token mode a bcl::error (token_plan() describes a token epoch).
     [[nodiscard]] const epoch_plan_summary& summary() {
-        const auto* fixed = std::get_if<detail::distributed_fixed_mode>(&m_mode);
+        auto* fixed = std::get_if<detail::distributed_fixed_mode>(&m_mode);
         if (fixed == nullptr)
             throw bcl::error(std::string(who) +
                              "::summary: the summary of batches of batch_size; in token mode "
                              "token_plan() describes the epoch");
         ensure_planned();
-        return fixed->planned().summary;
+        return fixed->summary(who);
     }
 
     /// Token mode: this rank's share of the epoch under way (plans it if it is not yet): its
@@ -286,6 +305,14 @@ public:
     /// and compares the plan digest; and last the digest of all the fields. Any failure is a
     /// bcl::error naming the field, and leaves the sampler as it was. O(N log N) if the saved
     /// epoch was planned, O(1) otherwise.
+    ///
+    /// Keyed, fixed mode: num_replicas and rank may differ from this sampler's (any that the
+    /// batch size and lookahead can plan for, a rank below it), and the rest fields, if present,
+    /// are checked one by one (bcl::epoch_rest::from_parts); the saved pass's digest is compared
+    /// at the saved num_replicas. At this num_replicas the sampler goes on where the archive
+    /// stood; at another, with the rest of the epoch once every saving rank took the saved
+    /// position's batches, planned at this size from position 0 (size() counts its batches).
+    /// O(window) then, not O(N log N).
     void load(::torch::serialize::InputArchive& archive) override {
         detail::archive_reader in(archive, std::string(who) + "::load");
         const detail::distributed_position saved =
@@ -297,12 +324,13 @@ public:
     }
 
     /// Batches every rank hands out per epoch: ceil(m / B), or m / B with drop_last, for the m
-    /// records each rank takes (the Python sampler's len()), O(1). In token mode the epoch under
+    /// records each rank takes (the Python sampler's len()), O(1); keyed, for an epoch resumed
+    /// at another num_replicas, the batches of its rest. In token mode the epoch under
     /// way's micro-batches, the same on every rank, which its plan decides: plans it if it is not
     /// yet (O(N log N); throws what next() throws for a plan), O(1) after.
     [[nodiscard]] std::size_t size() const {
         if (const auto* fixed = std::get_if<detail::distributed_fixed_mode>(&m_mode))
-            return fixed->layout().batches;
+            return m_planned ? fixed->batches() : fixed->layout().batches;
         ensure_planned();
         return planned_batches();
     }
@@ -310,7 +338,8 @@ public:
     /// depends on the plan (token_plan().records.size()). O(1).
     [[nodiscard]] std::size_t records_per_rank() const noexcept {
         const auto* fixed = std::get_if<detail::distributed_fixed_mode>(&m_mode);
-        return fixed != nullptr ? fixed->layout().per_rank : 0;
+        if (fixed == nullptr) return 0;
+        return m_planned ? fixed->records_per_rank() : fixed->layout().per_rank;
     }
     /// Batches (micro-batches) handed out in the epoch under way. O(1).
     [[nodiscard]] std::size_t position() const noexcept { return m_position; }

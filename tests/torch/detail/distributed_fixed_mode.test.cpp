@@ -4,7 +4,9 @@
 // (tests/support/epoch_reference.hpp, written apart from bcl::epoch_planner), batch after batch
 // for its rank, with the chained digest; its identity is the settings, the dataset size, the cost
 // table's digest and the batches of an epoch; and what it saves it reads back, with the saved
-// epoch's plan when the archive has one, while an archive it refuses changes nothing.
+// epoch's plan when the archive has one, while an archive it refuses changes nothing. Keyed, it
+// plans window by window the documented plan of the keyed order, and reads an archive of another
+// num_replicas back as a pass over the rest of its epoch.
 
 #include "../sampler_support.hpp"
 #include "support/epoch_reference.hpp"
@@ -50,10 +52,10 @@ distributed_sampler_options options(std::size_t rank, bool drop_last = false) {
             .drop_last = drop_last};
 }
 
-std::vector<index_batch> batches_of(const distributed_fixed_mode& m) {
+std::vector<index_batch> batches_of(distributed_fixed_mode& m) {
     std::vector<index_batch> out;
     for (std::size_t i = 0; i < m.batches(); ++i) {
-        const auto b = m.batch(i);
+        const auto b = m.batch(i, who);
         out.emplace_back(b.begin(), b.end());
     }
     return out;
@@ -172,4 +174,55 @@ TEST_CASE("distributed_fixed_mode: what it saves it reads back, with the saved e
     REQUIRE_THROWS_WITH(loaded(same, saved(saver, {at_four, 2, saver.digest() ^ 1})),
                         Contains("bcl_plan_digest does not match this sampler's plan of epoch 4"));
     REQUIRE(batches_of(same) == epoch_zero);
+}
+
+TEST_CASE("distributed_fixed_mode: keyed, each window planned when a batch of it is first asked, "
+          "the documented plan of the keyed order; the digest the inputs'; an archive of another "
+          "num_replicas read back as a pass over the rest of its epoch, whose archive holds it",
+          "[torch][distributed_fixed_mode][keyed]") {
+    using bcl::torch::detail::keyed_inputs_digest;
+    using bcl::torch::detail::keyed_pass_digest;
+    const auto keyed = [](std::size_t ranks, std::size_t rank) {
+        distributed_sampler_options o = options(rank);
+        o.num_replicas = ranks;
+        o.order = bcl::torch::epoch_order_kind::keyed;
+        return o;
+    };
+    const bcl_test::reference_epoch expected =
+        bcl_test::reference_plan(keyed_reference_order(70, 9, 2, true), costs(), 3, 2, 4, false);
+    for (std::size_t rank = 0; rank < 3; ++rank) {
+        CAPTURE(rank);
+        distributed_fixed_mode m(costs(), {}, keyed(3, rank), who);
+        REQUIRE(m.keyed());
+        m.plan(2, who);
+        REQUIRE(m.pass().rest().whole());
+        REQUIRE(m.digest() ==
+                keyed_pass_digest(keyed_inputs_digest(m.options(), bcl::cost_table_digest(costs())),
+                                  2, 3, bcl::epoch_rest(70)));
+        REQUIRE(batches_of(m) == expected.batches[rank]);
+        REQUIRE(m.summary(who).digest == expected.digest);
+    }
+
+    // Saved at 3 ranks after 2 batches (one whole window of 24 records) of epoch 2, read at 2.
+    distributed_fixed_mode saver(costs(), {}, keyed(3, 0), who);
+    saver.plan(2, who);
+    epoch_cursor at_two(2, "test", "the epoch");
+    at_two.mark_started();
+    const std::string whole = saved(saver, {at_two, 2, saver.digest()});
+    distributed_fixed_mode reader(costs(), {}, keyed(2, 1), who);
+    const distributed_position at = loaded(reader, whole);
+    REQUIRE(at.cursor == at_two);
+    REQUIRE(at.position == 0);
+    REQUIRE(at.plan_digest == reader.digest());
+    REQUIRE(reader.pass().rest().start() == 24);
+    REQUIRE(reader.pass().rest().size() == 46);
+    REQUIRE(reader.batches() == 6); // 23 records on each of 2 ranks
+    REQUIRE(reader.records_per_rank() == 23);
+    // Its archive holds the rest, and reads back at 2 ranks exactly.
+    const std::string rest = saved(reader, {at_two, 1, reader.digest()});
+    distributed_fixed_mode back(costs(), {}, keyed(2, 1), who);
+    const distributed_position p = loaded(back, rest);
+    REQUIRE(p.position == 1);
+    REQUIRE(back.pass().rest().start() == 24);
+    REQUIRE(batches_of(back) == batches_of(reader));
 }

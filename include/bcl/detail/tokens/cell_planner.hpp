@@ -176,7 +176,7 @@ private:
     // m_by_tokens: the units by tokens, largest first (ties: the dearer, then the lower index).
     // False, and m_by_tokens untouched, when that is m_order (costs follow tokens).
     bool by_tokens_differs(const token_units& u) {
-        const auto before = [this, &u](std::uint32_t a, std::uint32_t b) {
+        const auto before = [&u](std::uint32_t a, std::uint32_t b) {
             const std::uint64_t ta = u.tokens[a];
             const std::uint64_t tb = u.tokens[b];
             return ta > tb ||

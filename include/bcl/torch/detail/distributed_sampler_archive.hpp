@@ -4,15 +4,20 @@
 // "bcl::torch::distributed_balanced_sampler/tokens/1"): the header every sampler archive starts
 // with (detail/archive_header.hpp), every setting (the order's kind only when it is not the
 // default), a digest of the cost table (and in token mode of the lengths), the batches
-// (micro-batches) handed out and the epoch's plan digest, and the seal; and how load() reads it
-// back, each field checked by its type and against the sampler it is loaded into before anything
-// is kept. Needs libtorch's C++ API on the include path; without
-// it this header is empty.
+// (micro-batches) handed out and the epoch's plan digest, and the seal; a keyed fixed-mode pass
+// over what a checkpoint left of its epoch adds that rest (bcl_rest_start, bcl_rest_span,
+// bcl_rest_taken); and how load() reads it back, each field checked by its type and against the
+// sampler it is loaded into before anything is kept (a keyed fixed-mode archive may come from
+// another num_replicas or rank). Needs libtorch's C++ API on the include path; without it this
+// header is empty.
 
 #include <bcl/detail/config.hpp>
 
 #include <bcl/detail/number_text.hpp>
 #include <bcl/detail/random.hpp>
+#include <bcl/epoch_layout.hpp>
+#include <bcl/epoch_rest.hpp>
+#include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/archive_header.hpp>
@@ -30,6 +35,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bcl::torch::detail {
@@ -53,6 +59,12 @@ struct distributed_position {
     epoch_cursor cursor; // started: next() was called in the epoch under way
     std::size_t position = 0;
     std::optional<std::uint64_t> plan_digest;
+};
+
+/// What load() checks a fixed-mode archive's position against: the plan of the saved pass.
+struct distributed_plan_check {
+    std::uint64_t digest = 0; // the pass's digest, as digest() gives it
+    std::size_t batches = 0;  // this rank's batches in the pass
 };
 
 /// A setting saved as one 64-bit field, compared bit for bit on load.
@@ -191,13 +203,65 @@ inline void write_position(archive_writer& out, const distributed_position& at) 
     write_seal(out);
 }
 
+/// The fields of the rest a keyed fixed-mode pass is over (bcl::epoch_rest's parts): its start
+/// and span in the epoch's order (one int64 each) and the span's bitmap of positions taken
+/// (bytes). Written only for a pass over a rest, so that every other archive stays, byte for
+/// byte, what it was before resumes at another world size.
+inline constexpr std::array<const char*, 3> rest_fields{"bcl_rest_start", "bcl_rest_span",
+                                                        "bcl_rest_taken"};
+
+/// Writes the rest's fields (rest_fields) of `rest`. O(its bitmap).
+inline void write_rest(archive_writer& out, const bcl::epoch_rest& rest) {
+    const auto one = [](std::uint64_t v) {
+        return std::array<std::int64_t, 1>{std::bit_cast<std::int64_t>(v)};
+    };
+    out.int64s(rest_fields[0], one(rest.start()));
+    out.int64s(rest_fields[1], one(rest.span()));
+    const std::span<const std::uint8_t> taken = rest.taken();
+    out.bytes(rest_fields[2],
+              std::string_view(reinterpret_cast<const char*>(taken.data()), taken.size()));
+}
+
+/// Reads the rest's fields if the archive has any of them (else std::nullopt: the pass was over
+/// the whole epoch), once the position and plan digest of `at` are read: all three, only for a
+/// planned epoch, each of its type, the start and span not negative, and parts that
+/// bcl::epoch_rest::from_parts takes for an epoch of `n` positions (a start or span past N, a
+/// bitmap of another length or with bits past the span, a start marked taken are refused).
+/// Throws bcl::error naming the field otherwise. O(the bitmap).
+[[nodiscard]] inline std::optional<bcl::epoch_rest> read_rest(archive_reader& in, std::uint64_t n,
+                                                              const distributed_position& at) {
+    bool any = false;
+    for (const char* key : rest_fields) any = any || in.peek_type(key).has_value();
+    if (!any) return std::nullopt;
+    if (!at.plan_digest)
+        in.fail("bcl_rest_start, bcl_rest_span and bcl_rest_taken are those of a pass over what "
+                "a checkpoint left of a planned epoch, but bcl_plan_digest is empty (the epoch "
+                "not planned)");
+    std::array<std::uint64_t, 2> parts{};
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const std::int64_t v = in.int64(rest_fields[i]);
+        if (v < 0)
+            in.fail(std::string(rest_fields[i]) + " is " + std::to_string(v) +
+                    ", not a position in the epoch's order");
+        parts[i] = static_cast<std::uint64_t>(v);
+    }
+    const std::string taken = in.bytes(rest_fields[2]);
+    return bcl::epoch_rest::from_parts(
+        n, parts[0], parts[1],
+        std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(taken.data()),
+                                      taken.size()),
+        in.who() + ": the archive's bcl_rest_start, bcl_rest_span and bcl_rest_taken");
+}
+
 /// Writes a distributed sampler's archive: the header (distributed_sampler_format, `at.cursor`),
 /// every setting of `id` (bcl_dataset_size ... bcl_level_steps, bcl_costs, bcl_order when keyed,
-/// bcl_cap), the position, the plan digest (no value if the epoch is not planned), and the seal.
-/// O(1).
+/// bcl_cap), the rest's fields (rest_fields) when `rest` is given (a keyed pass over what a
+/// checkpoint left of its epoch), the position, the plan digest (no value if the epoch is not
+/// planned), and the seal. O(1) plus the rest's bitmap.
 inline void write_distributed_archive(::torch::serialize::OutputArchive& archive,
                                       const distributed_identity& id,
-                                      const distributed_position& at) {
+                                      const distributed_position& at,
+                                      const bcl::epoch_rest* rest = nullptr) {
     archive_writer out(archive);
     const auto one = [](std::uint64_t v) {
         return std::array<std::int64_t, 1>{std::bit_cast<std::int64_t>(v)};
@@ -206,39 +270,92 @@ inline void write_distributed_archive(::torch::serialize::OutputArchive& archive
     for (const distributed_setting& s : distributed_settings(id)) out.int64s(s.key, one(s.value));
     write_order(out, id.settings);
     out.real("bcl_cap", id.settings.plan.cap);
+    if (rest != nullptr) write_rest(out, *rest);
     write_position(out, at);
 }
 
 /// Reads back what write_distributed_archive wrote and checks every field: the header
 /// (read_header: the format, the epoch cursor); each setting, the order's kind
 /// (check_saved_order) and the cap against `id`, bit for bit (the message names the field and
-/// both values); the position (0 to id.batches, and 0 unless the epoch started); the plan digest
-/// (none or one, there once the epoch started, and equal to `plan(epoch)`, the digest of this
-/// sampler's plan of the epoch under way, called only if the archive has one); and last the seal.
-/// Throws bcl::error naming the field otherwise. O(1) plus `plan`.
-template <class Plan>
-[[nodiscard]] distributed_position
-read_distributed_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
+/// both values), but, when `resizable` (a keyed fixed-mode sampler), num_replicas and rank,
+/// which are only checked to be a shape the planner takes and a rank below them; the position (0
+/// or more, and 0 unless the epoch started; at most id.batches unless `resizable`); the plan
+/// digest (none or one, there once the epoch started); when `resizable`, the rest (read_rest);
+/// if there is a plan digest, `check(epoch, ranks, rank, rest)` (the saved pass planned by this
+/// sampler: the archive's epoch, num_replicas, rank and rest, a distributed_plan_check) must
+/// have that digest and at least the position's batches; and last the seal. Throws bcl::error
+/// naming the field otherwise. O(1) plus `check` and the rest's bitmap.
+template <class Check>
+[[nodiscard]] distributed_position read_distributed_pass(archive_reader& in,
+                                                         const distributed_identity& id,
+                                                         bool resizable, Check&& check) {
     distributed_position at;
     at.cursor = read_header(in, distributed_sampler_format);
-    check_settings(in, distributed_settings(id));
+    std::uint64_t ranks = id.settings.num_replicas;
+    std::uint64_t rank = id.settings.rank;
+    for (const distributed_setting& s : distributed_settings(id)) {
+        const std::string key = s.key;
+        if (resizable && key == "bcl_num_replicas")
+            ranks = std::bit_cast<std::uint64_t>(in.int64(key));
+        else if (resizable && key == "bcl_rank")
+            rank = std::bit_cast<std::uint64_t>(in.int64(key));
+        else
+            check_settings(in, std::array<distributed_setting, 1>{s});
+    }
+    if (resizable) {
+        // Any number of ranks this sampler's batch size and lookahead can plan for, any rank.
+        bcl::epoch_shape saved{.ranks = static_cast<std::size_t>(ranks),
+                               .lookahead = id.settings.lookahead,
+                               .batch = id.settings.batch_size};
+        try {
+            bcl::check_epoch_shape(saved, "bcl_num_replicas is " + std::to_string(ranks));
+        } catch (const bcl::error& e) {
+            in.fail(e.what());
+        }
+        if (rank >= ranks)
+            in.fail("bcl_rank is " + std::to_string(rank) + ", not below bcl_num_replicas (" +
+                    std::to_string(ranks) + ")");
+    }
     check_saved_order(in, id.settings);
     if (const double cap = in.real("bcl_cap");
         std::bit_cast<std::uint64_t>(cap) != std::bit_cast<std::uint64_t>(id.settings.plan.cap))
         in.fail("bcl_cap is " + bcl::detail::number_text(cap) +
                 ", but this sampler's plan_options::cap is " +
                 bcl::detail::number_text(id.settings.plan.cap));
-    read_position(in, at, "batches", id.batches);
+    read_position(in, at, "batches",
+                  resizable ? std::nullopt : std::optional<std::size_t>(id.batches));
+    std::optional<bcl::epoch_rest> rest;
+    if (resizable) rest = read_rest(in, id.dataset_size, at);
     if (at.plan_digest) {
         const std::size_t epoch = at.cursor.current();
-        if (*at.plan_digest != plan(epoch))
+        const distributed_plan_check planned =
+            check(epoch, static_cast<std::size_t>(ranks), static_cast<std::size_t>(rank),
+                  static_cast<const std::optional<bcl::epoch_rest>&>(rest));
+        if (*at.plan_digest != planned.digest)
             in.fail("bcl_plan_digest does not match this sampler's plan of epoch " +
                     std::to_string(epoch) + " (bcl_epoch): the costs, the settings or the " +
                     "planner differ from the saved run's, and its batches would not continue "
                     "the saved epoch's");
+        if (at.position > planned.batches)
+            in.fail("bcl_position is " + std::to_string(at.position) +
+                    ", outside the epoch's 0 to " + std::to_string(planned.batches) + " batches");
     }
     check_seal(in);
     return at;
+}
+
+/// Reads back what write_distributed_archive wrote for a sampler whose archives must match it in
+/// every setting (read_distributed_pass, not resizable): `plan(epoch)`, the digest of this
+/// sampler's plan of the epoch under way, is called only if the archive has a plan digest.
+/// Throws bcl::error naming the field otherwise. O(1) plus `plan`.
+template <class Plan>
+[[nodiscard]] distributed_position
+read_distributed_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
+    return read_distributed_pass(
+        in, id, false,
+        [&](std::size_t epoch, std::size_t, std::size_t, const std::optional<bcl::epoch_rest>&) {
+            return distributed_plan_check{plan(epoch), id.batches};
+        });
 }
 
 /// What load() checks an archive's position against: the plan of the saved epoch.

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -134,7 +135,7 @@ TEST_CASE("epoch window: a table read in place (float, 32-bit integers) plans as
     std::vector<double> as_double(n);
     const std::vector<double> drawn = bcl_test::costs_of_seed(n, 5);
     for (std::size_t i = 0; i < n; ++i) {
-        lengths[i] = static_cast<std::uint32_t>(drawn[i] * 1000.0) % 100000u;
+        lengths[i] = static_cast<std::uint32_t>(std::fmod(drawn[i], 100.0) * 1000.0);
         single[i] = static_cast<float>(lengths[i]) * 0.5f;
         as_double[i] = static_cast<double>(single[i]);
     }

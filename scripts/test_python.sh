@@ -58,8 +58,8 @@ echo "== bench/python/bench_padding.py, bench_plan_batches.py and bench_micro_ba
 "$venv/bin/python" bench/python/bench_micro_batches.py --batches 10
 
 echo "== bench/python/bench_scale.py (quick)"
-# Fails if any sampler's epoch hands out another count of batches than its len().
-"$venv/bin/python" bench/python/bench_scale.py --n 100000 --ranks 64 --repeats 1 --steady 50
+# Fails if any sampler's epoch (token mode too) hands out another count of batches than its len().
+"$venv/bin/python" bench/python/bench_scale.py --n 100000 --ranks 64 --repeats 1 --steady 50 --tokens
 
 echo "== examples/python/train_ddp.py --smoke --running-mean --policy bcl,global"
 # A bounded wait: two ranks that cannot reach each other would otherwise wait for gloo's timeout.

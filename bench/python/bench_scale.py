@@ -19,10 +19,11 @@ of rank `--rank` of `--ranks`, seed 0:
 Each sampler is measured in a fresh process (this script with --one), so that memory figures do
 not mix: construction time; the first batch of epoch 0 (set_epoch(0), then next(iter(s)),
 which is where every variant draws and lays out, or plans, the epoch, or keyed its first window);
-the steady rate over the rest of that epoch, at most --steady batches, and the whole epoch's
+the steady rate over the rest of that epoch, at most --steady batches; the whole epoch's
 batches of the rank (its first batch, the timed ones and the rest: keyed plans a window every K
 batches, which the steady rate includes; not at N = 1e9, where the epoch's rest would take most of
-an hour); the first batch of epoch 1 the same way; and
+an hour); the first batch of epoch 1 the same way; len() of epoch 2, not started (O(1) for fixed
+batches; token mode plans the epoch for it, or keyed walks its windows, keeping nothing); and
 memory: the growth of the `Anonymous:` line of /proc/self/smaps_rollup from before
 construction to just after epoch 0's first batch (what the sampler keeps), and the peak resident
 set over the same span (VmHWM, reset through /proc/self/clear_refs: what it needs on the way).
@@ -148,13 +149,20 @@ def measure_one(spec: dict) -> dict:
         raise SystemExit(f"{spec['variant']}: first batch of {len(batch)} indices, not {b}")
 
     # The steady rate leaves out the epoch's last batch and its end, where DistributedSampler's
-    # iterator frees the epoch's indices (timed apart, as the drain).
-    batches = len(sampler)
-    steady = min(spec["steady"], max(batches - 2, 0))
+    # iterator frees the epoch's indices (timed apart, as the drain). Keyed token mode knows
+    # its count once it has walked the epoch (len() walks it, keeping nothing): its steady
+    # batches are not bounded by it (an epoch holds far more), and len() is timed on epoch 2.
+    walked = spec["mode"] == "tokens" and spec["order"] == "keyed"
+    steady = spec["steady"] if walked else min(spec["steady"], max(len(sampler) - 2, 0))
     start = time.perf_counter()
-    for _ in range(steady):
-        next(it)
+    for taken in range(steady):
+        if next(it, None) is None:  # walked: an epoch of fewer than steady + 1
+            steady = taken
+            break
     steady_seconds = time.perf_counter() - start
+    # (Keyed token mode undrained, at --huge sizes: epoch 2's count, below, rather than walking
+    # epoch 0 for it as well.)
+    batches = len(sampler) if spec["drain"] or not walked else None
     rest, drain_seconds = None, None
     if spec["drain"]:
         start = time.perf_counter()
@@ -166,6 +174,14 @@ def measure_one(spec: dict) -> dict:
 
     first1, it, batch = first_batch(sampler, epoch_owner, 1)
     del it
+    # len() of an epoch not yet started: O(1) for fixed batches; token mode plans (randperm) or
+    # walks (keyed) the epoch for it.
+    epoch_owner.set_epoch(2)
+    start = time.perf_counter()
+    epoch2_batches = len(sampler)
+    len_seconds = time.perf_counter() - start
+    if batches is None:
+        batches = epoch2_batches
     return {
         "n": n,
         "variant": spec["variant"],
@@ -174,6 +190,7 @@ def measure_one(spec: dict) -> dict:
         "first_batch_epoch0_s": first0,
         "first_batch_epoch1_s": first1,
         "epoch_batches": batches,
+        "len_s": len_seconds,
         "steady_batches": steady,
         "steady_s": steady_seconds,
         "batches_per_s": steady / steady_seconds if steady else None,
@@ -268,10 +285,10 @@ def print_table(rows: list, header: list) -> None:
         print(f"<!-- {line} -->")
     print(
         "| N | sampler | construct s | first batch, epoch 0, s | x reference | first batch, "
-        "epoch 1, s | batches/s (timed) | whole epoch, s | anonymous growth MiB (B/record) "
-        "| peak RSS growth MiB |"
+        "epoch 1, s | batches/s (timed) | len() s | whole epoch, s | anonymous growth MiB "
+        "(B/record) | peak RSS growth MiB |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     reference = {r["n"]: r for r in rows if r["variant"] == BASELINE}
     for r in rows:
         base = reference.get(r["n"])
@@ -283,6 +300,7 @@ def print_table(rows: list, header: list) -> None:
             f"| {'-' if ratio is None else f'{ratio:.2f}x'} "
             f"| {seconds(r['first_batch_epoch1_s'])} "
             f"| {'-' if rate is None else f'{rate:,.0f}'} ({int(r['steady_batches'])}) "
+            f"| {seconds(r['len_s'])} "
             f"| {whole_epoch(r)} "
             f"| {mib(r['anonymous_growth_bytes'])} "
             f"({r['anonymous_growth_bytes'] / r['n']:.1f}) "

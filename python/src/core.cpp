@@ -12,9 +12,11 @@
 #include "global_epoch.hpp"
 #include "global_windows.hpp"
 #include "index_input.hpp"
+#include "rest_parts.hpp"
 #include "stream.hpp"
 #include "table_view.hpp"
 #include "token_epoch.hpp"
+#include "token_windows.hpp"
 
 #include <bcl/bcl.hpp>
 #include <bcl/held_batch.hpp>
@@ -306,12 +308,14 @@ PYBIND11_MODULE(_core, m) {
         .def("batch", &global_epoch::batch, py::arg("i"))
         .def("stats", &global_epoch::stats);
     py::class_<table_view, std::shared_ptr<table_view>>(m, "table_view")
-        .def(py::init([](py::array values, std::string what) {
-                 return std::make_shared<table_view>(std::move(values), std::move(what));
+        .def(py::init([](py::array values, std::string what, bool integers_only) {
+                 return std::make_shared<table_view>(std::move(values), std::move(what),
+                                                     integers_only);
              }),
-             py::arg("values"), py::arg("what"),
-             "A cost table read in place (any integer or float32/float64 1-d C-contiguous "
-             "array, a memory map too), checked once; bcl.Error naming the first bad entry.")
+             py::arg("values"), py::arg("what"), py::arg("integers_only") = false,
+             "A table read in place (any integer or float32/float64 1-d C-contiguous array, a "
+             "memory map too; integers only with integers_only), checked once; bcl.Error naming "
+             "the first bad entry.")
         .def("__len__", &table_view::size)
         .def_property_readonly("digest", &table_view::digest);
     py::class_<global_windows>(m, "global_windows")
@@ -324,24 +328,14 @@ PYBIND11_MODULE(_core, m) {
                  opt.batching = batching;
                  opt.cap = cap;
                  opt.level_steps = level_steps;
-                 bcl::epoch_rest whole(table->size());
-                 if (!rest.is_none()) {
-                     // (start, span, taken): the parts a state holds, checked by from_parts.
-                     const auto parts = rest.cast<py::tuple>();
-                     const auto bytes = parts[2].cast<std::string>();
-                     whole = bcl::epoch_rest::from_parts(
-                         table->size(), parts[0].cast<std::uint64_t>(),
-                         parts[1].cast<std::uint64_t>(),
-                         std::span<const std::uint8_t>(
-                             reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()),
-                         "bcl.DistributedBalancedBatchSampler");
-                 }
                  return global_windows(table, seed, epoch, shuffle,
                                        bcl::epoch_shape{.ranks = ranks,
                                                         .lookahead = steps,
                                                         .batch = batch,
                                                         .drop_last = drop_last},
-                                       rank, opt, inputs, std::move(whole));
+                                       rank, opt, inputs,
+                                       rest_of(table->size(), rest,
+                                               "bcl.DistributedBalancedBatchSampler"));
              }),
              py::arg("table"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
              py::arg("ranks"), py::arg("steps"), py::arg("batch"), py::arg("rank"),
@@ -352,6 +346,7 @@ PYBIND11_MODULE(_core, m) {
             [](global_windows& self, std::size_t position) -> py::object {
                 const bcl::epoch_rest r = self.rest_after(position);
                 const std::span<const std::uint8_t> t = r.taken();
+                // Never None: the rest after a position is a rest, even the whole epoch's.
                 return py::make_tuple(r.start(), r.span(),
                                       py::bytes(reinterpret_cast<const char*>(t.data()), t.size()));
             },
@@ -359,13 +354,7 @@ PYBIND11_MODULE(_core, m) {
             "(start, span, taken) of the epoch's rest once every rank took `position` batches.")
         .def_property_readonly(
             "rest",
-            [](const global_windows& self) -> py::object {
-                const bcl::epoch_rest& r = self.rest();
-                if (r.whole()) return py::none();
-                const std::span<const std::uint8_t> t = r.taken();
-                return py::make_tuple(r.start(), r.span(),
-                                      py::bytes(reinterpret_cast<const char*>(t.data()), t.size()));
-            })
+            [](const global_windows& self) { return parts_of(self.rest()); })
         .def_property_readonly("batches", &global_windows::batches)
         .def_property_readonly("digest", &global_windows::digest)
         .def("batch", &global_windows::batch, py::arg("i"))
@@ -414,6 +403,7 @@ PYBIND11_MODULE(_core, m) {
         "bcl.plan_batches: each rank's micro-batches of one held global batch "
         "(bcl::held_batch_planner).");
     define_token_plans(m);
+    define_token_windows(m);
     define_epoch<index_cost>(
         m, "epoch", [](const std::shared_ptr<const cost_table>& t) { return index_cost{t}; });
     define_epoch<index_cost_memory>(

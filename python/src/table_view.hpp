@@ -28,7 +28,8 @@ public:
     /// unsigned integer of 1-8 bytes, float32 or float64; then checks every entry
     /// (bcl::valid_cost, naming the first bad one's dataset index and value) and takes the
     /// digest bcl::cost_table_digest takes of the same values as doubles. O(N), no copy.
-    table_view(py::array values, std::string what)
+    /// With `integers_only` (a table of counts, such as tokens), a floating dtype is refused too.
+    table_view(py::array values, std::string what, bool integers_only = false)
         : m_values(std::move(values)), m_what(std::move(what)) {
         if (m_values.ndim() != 1)
             throw bcl::error(m_what + " must be one-dimensional (got " +
@@ -40,6 +41,9 @@ public:
         const bool integer =
             (kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8);
         const bool floating = kind == 'f' && (width == 4 || width == 8);
+        if (integers_only && !integer)
+            throw bcl::error(m_what + " must hold integers to be read in place (got dtype " +
+                             std::string(py::str(m_values.dtype())) + ")");
         if (!integer && !floating)
             throw bcl::error(m_what +
                              " must hold integers or float32/float64 to be read in place "
@@ -86,6 +90,27 @@ public:
             if (width == 4) return f(static_cast<const std::uint32_t*>(p));
             return f(static_cast<const std::uint64_t*>(p));
         }
+    }
+
+    /// Entry i (below size()) as a double: one dispatch an entry, for reads a window at a time.
+    [[nodiscard]] double value(std::size_t i) const {
+        return read([i](const auto* data) { return static_cast<double>(data[i]); });
+    }
+    /// Entry i (below size()) of a table of counts (built `integers_only`, every entry checked
+    /// at least 0).
+    [[nodiscard]] std::uint64_t count(std::size_t i) const {
+        const void* p = m_values.data();
+        const auto width = m_values.dtype().itemsize();
+        if (m_values.dtype().kind() == 'i') {
+            if (width == 1) return static_cast<std::uint64_t>(static_cast<const std::int8_t*>(p)[i]);
+            if (width == 2) return static_cast<std::uint64_t>(static_cast<const std::int16_t*>(p)[i]);
+            if (width == 4) return static_cast<std::uint64_t>(static_cast<const std::int32_t*>(p)[i]);
+            return static_cast<std::uint64_t>(static_cast<const std::int64_t*>(p)[i]);
+        }
+        if (width == 1) return static_cast<const std::uint8_t*>(p)[i];
+        if (width == 2) return static_cast<const std::uint16_t*>(p)[i];
+        if (width == 4) return static_cast<const std::uint32_t*>(p)[i];
+        return static_cast<const std::uint64_t*>(p)[i];
     }
 
 private:

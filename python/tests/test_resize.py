@@ -1,4 +1,5 @@
-"""A checkpoint that resumes on another number of ranks (fixed batches over the keyed order): a
+"""A checkpoint that resumes on another number of ranks (fixed batches over the keyed order; token
+mode's are in test_token_resize.py): a
 state saved at R ranks at a step boundary loads into a sampler built at R' ranks, and the epoch
 goes on with every index exactly once over the whole epoch (the new size's padding aside), as
 many batches on every new rank, any saving rank's state serving every new rank; chains of
@@ -172,7 +173,7 @@ def test_a_damaged_rest_is_refused_naming_it():
         assert target.state_dict() == before
 
 
-def test_token_mode_and_randperm_still_refuse_another_size():
+def test_randperm_still_refuses_another_size():
     costs = sequence_costs(300, 7)
     old = sampler(costs, 4, 0, order="randperm")
     next(iter(old))
@@ -180,10 +181,10 @@ def test_token_mode_and_randperm_still_refuse_another_size():
         sampler(costs, 2, 0, order="randperm").load_state_dict(old.state_dict())
     lengths = np.full(300, 100)
     tok = bcl.DistributedBalancedBatchSampler(None, None, 4, 0, max_tokens=1000, micro_batches=1,
-                                              lengths=lengths, order="keyed", check_digest=False)
+                                              lengths=lengths, check_digest=False)
     next(iter(tok))
     other = bcl.DistributedBalancedBatchSampler(None, None, 2, 0, max_tokens=1000,
-                                                micro_batches=1, lengths=lengths, order="keyed",
+                                                micro_batches=1, lengths=lengths,
                                                 check_digest=False)
     with pytest.raises(bcl.Error, match=r"num_replicas=4, but this sampler has num_replicas=2"):
         other.load_state_dict(tok.state_dict())

@@ -119,8 +119,15 @@ class _Pass:
     def batches(self) -> int:
         return int(self.plan.batches)
 
+    def ends_at(self, position: int) -> bool:
+        """Whether the pass ends after `position` batches. A plan walked window by window whose
+        count is known only at its end (keyed token mode) answers by walking to `position`
+        (ends_at); the others by their count."""
+        ends_at = getattr(self.plan, "ends_at", None)
+        return bool(ends_at(position)) if ends_at is not None else position >= self.plan.batches
+
     def next_batch(self) -> Optional[list[int]]:
-        if self.handed_out == self.plan.batches:
+        if self.ends_at(self.handed_out):
             return None
         batch = self.plan.batch(self.handed_out)
         self.handed_out += 1
@@ -147,7 +154,8 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
     this rank's micro-batches come out one at a time, a DataLoader batch each; the trainer steps
     its optimizer after every M of them and after the epoch's last (the last step may be short,
     the same on every rank). ``len()`` is this rank's micro-batches in the epoch, the same on
-    every rank, which depends on the epoch's order: the epoch is planned when first asked, once.
+    every rank, which depends on the epoch's order: the epoch is planned when first asked, once
+    (over order="keyed", walked window by window, keeping nothing but where each window starts).
 
     Iterators, states and copies follow the samplers' protocol (docs/python.md, "Iterators,
     states and copies"): each iterator is a pass of its own, state_dict() describes the one
@@ -302,6 +310,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
             self._shape = TokenShape(
                 _WHO, lengths, costs, self.num_replicas, self.lookahead, max_tokens,
                 micro_batches, multiple_of, oversized, padding, pad_to_multiple_of,
+                keyed=order == "keyed",
             )  # fmt: skip
         self.batch_size = self._shape.batch_size
         self.dataset_size = self._shape.dataset_size
@@ -329,7 +338,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         still resumed first (its rest is owed)."""
         self.epoch = inputs.counter("epoch", epoch)
         resume = self._resume
-        if resume is not None and resume.handed_out == resume.batches and resume.epoch != epoch:
+        if resume is not None and resume.epoch != epoch and resume.ends_at(resume.handed_out):
             self._resume = None
 
     def _order(self, epoch: int) -> np.ndarray:
@@ -394,7 +403,9 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         windows, batches (this rank's micro-batches), steps, micro_steps_bound (the fewest
         micro-steps the tokens allow), oversized, padded (the order's first records planned again
         at its end), padding_micro_batches (empty micro-batches of every rank), digest and
-        planned_efficiency (per micro-step)."""
+        planned_efficiency (per micro-step). Over order="keyed" (planned window by window): of
+        the windows planned so far (``windows_planned``; in token mode ``batches`` is None until
+        the pass has walked to its end, as len() does)."""
         cursor = self._current()
         plan = cursor.plan if cursor is not None else self._planned(self.epoch)
         return dict(plan.stats())
@@ -419,10 +430,16 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         """The pass's epoch, its batches taken and its plan's digest (and, for a pass over what
         a checkpoint left of its epoch, that rest); or, with no pass, an ended one, or a
         finished one whose epoch set_epoch() has since replaced, the epoch not started."""
-        finished = cursor is not None and position == cursor.batches
+        finished = cursor is not None and cursor.ends_at(position)
         rest = None
         if cursor is None or ended or (finished and cursor.epoch != self.epoch):
             epoch, position, digest = self.epoch, 0, None
+        elif hasattr(cursor.plan, "point"):
+            # Walked window by window (keyed token mode): the rest at the window's start and the
+            # position within it, so that a resumed pass walks nothing twice.
+            epoch = cursor.epoch
+            position, point_digest, rest = cursor.plan.point(position)
+            digest = f"{point_digest:016x}"
         else:
             epoch, digest = cursor.epoch, f"{cursor.plan.digest:016x}"
             rest = getattr(cursor.plan, "rest", None)
@@ -434,9 +451,9 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
 
     def _load(self, read: Reader, extra: Any) -> None:
         """Checks every field (the settings one by one, as their types), then plans the saved
-        epoch (or its rest) and compares its digest; commits only then. A state of fixed batches
-        over the keyed order may come from another number of ranks: the epoch goes on from what
-        its ranks had taken, planned at this sampler's."""
+        epoch (or its rest) and compares its digest; commits only then. A state over the keyed
+        order may come from another number of ranks (in token mode, from a step boundary): the
+        epoch goes on from what its ranks had taken, planned at this sampler's."""
         settings = read.section("settings")
         mine = self._settings()
         settings.keys(mine)
@@ -468,9 +485,10 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
                     f"{_WHO}: the state's digest does not match this sampler's plan of epoch "
                     f"{epoch}: the {self._shape.tables} differ from when it was saved"
                 )
-            if position > plan.batches:
-                unit = self._shape.unit
-                raise read.error("position", f"is {position}, past the {plan.batches} {unit}")
+            if position > 0 and _Pass(epoch, plan).ends_at(position - 1):
+                # A plan walked window by window knows its count only once walked to its end.
+                count = "epoch's" if hasattr(plan, "ends_at") else str(plan.batches)
+                raise read.error("position", f"is {position}, past the {count} {self._shape.unit}")
             if saved_ranks != self.num_replicas:
                 # What every saving rank had taken, the records left planned at this size.
                 left = plan.rest_after(position)
@@ -491,7 +509,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
         if "rest" not in read.state:
             return None
         if not resizable or not started:
-            raise read.error("rest", "is for a started epoch of fixed batches over the keyed order")
+            raise read.error("rest", "is for a started epoch over the keyed order")
         part = read.section("rest")
         part.keys(("start", "span", "taken"))
         return (part.count("start"), part.count("span"), part.data("taken"))

@@ -237,12 +237,25 @@ def real_array(name: str, values: Any) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.float64)
 
 
+# The tensor dtypes whose numpy view a table_view reads as it is.
+_IN_PLACE_TENSORS = {
+    "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.float32",
+    "torch.float64",
+}  # fmt: skip
+
+
 def table_in_place(name: str, values: Any) -> np.ndarray:
     """`values` as a one-dimensional array to read in place (_core.table_view): a numpy array of
     integers, float32 or float64 (a memory map from ``np.load(path, mmap_mode="r")`` too) as it
     is, with no copy when it is C-contiguous; anything else as real_array() reads it (float64).
-    bcl.Error, as real_array's, for what holds no real numbers (bool, complex, object)."""
+    A CPU tensor of integers, float32 or float64 is read through its numpy view (no copy);
+    other tensors (bfloat16, float16, on a device) as real_array() widens them. bcl.Error, as
+    real_array's, for what holds no real numbers (bool, complex, object)."""
     _unmasked(name, values)
+    if _is_tensor(values) and str(getattr(values, "device", "cpu")) == "cpu":
+        _plain_tensor(name, values)
+        if str(values.dtype) in _IN_PLACE_TENSORS:
+            values = values.detach().numpy()
     if isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
         if values.ndim != 1:
             raise Error(f"{name} must be one-dimensional (got shape {values.shape})")
@@ -252,6 +265,28 @@ def table_in_place(name: str, values: Any) -> np.ndarray:
             return np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
         return np.ascontiguousarray(values)  # the array itself when C-contiguous
     return real_array(name, values)
+
+
+def counts_in_place(name: str, values: Any) -> np.ndarray:
+    """`values` as a one-dimensional array of integers to read in place (_core.table_view with
+    integers_only): a numpy array of integers (a memory map too) as it is, with no copy when it
+    is C-contiguous in native byte order; a tensor of integers as its numpy view (no copy on the
+    CPU); anything else as token_counts() reads it (uint64). bcl.Error, as token_counts', for
+    what holds no integers (floats, bools, complex, object); negative entries are refused by the
+    table_view, naming their index."""
+    _unmasked(name, values)
+    if _is_tensor(values):
+        _plain_tensor(name, values)
+        if values.is_floating_point() or values.is_complex() or str(values.dtype) == "torch.bool":
+            raise Error(f"{name} must hold integers (got a tensor of {values.dtype})")
+        values = values.detach().cpu().numpy()  # a view of a CPU tensor
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        if values.ndim != 1:
+            raise Error(f"{name} must be one-dimensional (got shape {values.shape})")
+        if values.dtype.byteorder not in "=|":
+            return np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
+        return np.ascontiguousarray(values)  # the array itself when C-contiguous
+    return token_counts(name, values)
 
 
 def _is_integer(value: Any) -> bool:

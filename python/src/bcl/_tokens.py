@@ -229,7 +229,7 @@ class TokenShape:
     def __init__(
         self, who: str, lengths: Any, costs: Any, num_replicas: int, lookahead: int,
         max_tokens: Any, micro_batches: Any, multiple_of: Any, oversized: Any,
-        padding: Any = "repeat", pad_to_multiple_of: Any = 1,
+        padding: Any = "repeat", pad_to_multiple_of: Any = 1, keyed: bool = False,
     ) -> None:  # fmt: skip
         if lengths is None:
             raise Error(f"{who}: max_tokens= needs lengths=, the tokens of each dataset index")
@@ -239,9 +239,17 @@ class TokenShape:
                 "every rank plans every rank's indices"
             )
         self.who = who
-        # Kept by reference where they are already uint64 and float64 (a memory-mapped table is
-        # not copied): plan() checks them again if a plan fails.
-        self.tokens = inputs.token_counts("lengths", lengths)
+        # order="keyed" plans window by window (_core.token_windows) over the tables read in
+        # place, any integer (and, for costs, float) dtype: nothing of the epoch's size is made,
+        # the tables not copied. randperm's order is a whole array anyway; its epoch is planned
+        # whole (_core.token_epoch), over uint64 lengths and float64 costs, kept by reference
+        # where they are already of those types. plan() checks them again if a plan fails.
+        self.keyed = keyed
+        self.tokens = (
+            inputs.counts_in_place("lengths", lengths)
+            if keyed
+            else inputs.token_counts("lengths", lengths)
+        )
         self.max_tokens = positive(who, "max_tokens", max_tokens)
         self.multiple_of = positive(who, "multiple_of", multiple_of)
         if micro_batches is None:
@@ -263,9 +271,14 @@ class TokenShape:
         self.alone = oversized_alone(who, oversized)
         self.padding = padding_option(who, padding, ("repeat", "empty", "error"))
         self.pad = inputs.whole("pad_to_multiple_of", pad_to_multiple_of)
-        self.costs = cost_values(costs)
+        self.costs = (
+            (None if costs is None else inputs.table_in_place("costs", costs))
+            if keyed
+            else cost_values(costs)
+        )
         self.budget = _core.token_budget(num_replicas, self.max_tokens, self.multiple_of)
         self.lookahead = lookahead
+        self._inputs: Optional[int] = None  # the digest of the tables and the settings (keyed)
         self.check_tables()
         n = len(self.tokens)
         if n < num_replicas * self.multiple_of:
@@ -299,7 +312,24 @@ class TokenShape:
 
     def check_tables(self) -> None:
         """bcl.Error for settings, lengths or costs that no plan takes (check_token_input),
-        naming the setting, or the entry by its dataset index."""
+        naming the setting, or the entry by its dataset index. Keyed: each table read in place in
+        one streaming pass (table_view, which also takes its digest, and check_token_table)."""
+        if self.keyed:
+            n = len(self.tokens)
+            if self.costs is not None and len(self.costs) != n:
+                raise Error(
+                    f"{self.who}: costs has {len(self.costs)} entries but lengths has {n}; give "
+                    "one per dataset index"
+                )
+            self.tokens_view = _core.table_view(self.tokens, "lengths", True)
+            _core.check_token_table(
+                self.tokens_view, self.budget, self.micro_batches, self.lookahead, self.alone,
+                self.pad, self.who,
+            )  # fmt: skip
+            self.costs_view = (
+                None if self.costs is None else _core.table_view(self.costs, "costs")
+            )
+            return
         _core.check_token_input(
             self.tokens, self.costs, self.budget, self.lookahead, self.micro_batches, self.alone,
             self.pad, "dataset index", self.who,
@@ -309,13 +339,32 @@ class TokenShape:
         self, epoch: int, order: Callable[[], np.ndarray], rank: int, common: dict,
         rest: Optional[tuple] = None, ranks: Optional[int] = None,
     ) -> Any:  # fmt: skip
-        """This rank's micro-batches of `epoch`, whose global order is `order()` (drawn whole:
-        the token plan's windows end where the tokens say, so an epoch is planned whole).
-        bcl.Error naming the dataset index of an entry of lengths or costs edited since
-        construction to a value they refuse (see check_tables_again()), else the plan's own
-        error. A token epoch resumes at the ranks it was saved at, whole: `rest` and `ranks`
-        (another size) are never passed."""
-        assert rest is None and ranks is None
+        """This rank's micro-batches of `epoch`. Keyed: planned window by window as they are
+        asked for, the order bcl::keyed_order's (`order` not called), over `rest` (a
+        checkpoint's (start, span, taken): the records of the epoch left) or the whole epoch, at
+        `ranks` ranks (default the sampler's); its digest is that of the tables, the settings
+        (`common`, the sampler's, but the rank and the ranks), the ranks, the epoch and the rest.
+        Else the global order is `order()`, drawn and planned whole. bcl.Error naming the dataset
+        index of an entry of lengths or costs edited since construction to a value they refuse
+        (see check_tables_again()), else the plan's own error."""
+        if self.keyed:
+            if self._inputs is None:
+                settings = dict(common, **self.settings())
+                settings.pop("rank", None)
+                settings.pop("num_replicas", None)
+                tables = self.tokens_view.digest
+                if self.costs_view is not None:
+                    tables = _core.settings_digest(tables, f"costs {self.costs_view.digest:x}")
+                self._inputs = int(_core.settings_digest(tables, repr(sorted(settings.items()))))
+            budget = self.budget
+            if ranks is not None:
+                budget = _core.token_budget(ranks, self.max_tokens, self.multiple_of)
+            return _core.token_windows(
+                self.tokens_view, self.costs_view, common["seed"], epoch, common["shuffle"],
+                budget, self.micro_batches, self.lookahead, rank, self.alone, self.padding,
+                self.pad, self._inputs, rest,
+            )  # fmt: skip
+        assert rest is None and ranks is None  # a randperm epoch resumes whole, at its ranks
         try:
             return _core.token_epoch(
                 self.tokens, self.costs, order(), self.budget, self.micro_batches, self.lookahead,

@@ -1,5 +1,5 @@
 // Writes the seed corpus of the fuzz targets: `bcl-fuzz-make-corpus <dir>` creates
-// <dir>/balancer/, <dir>/state/, <dir>/calibration/ and <dir>/epoch_rest/ and fills them with a few
+// <dir>/balancer/, <dir>/state/, <dir>/calibration/, <dir>/epoch_rest/ and <dir>/token_rest/ and fills them with a few
 // dozen small inputs, each a sequence of the decisions the harnesses read (written by
 // seed_writer.hpp, which reads each seed's options back with the harness's own reader and stops the
 // program unless they are the ones the seed asks for). The output is deterministic; the
@@ -437,11 +437,35 @@ void epoch_rest_seeds(const std::filesystem::path& dir) {
     write(dir, "start-taken", seed().u16(300).u16(40).u16(8).byte(0).byte(0x01).bytes());
 }
 
+// token_rest: small token epochs (n, R, T, m, M / m, K, the ending: 0 empty micro-batches, 1
+// repetition, 2 refusal, +4 a record above T alone; seed, epoch, then one byte per length), then
+// a position, the saving rank and the new number of ranks: an epoch of
+// empty padding resized at a step boundary and within one, one padded by repetition, one with a
+// record above T alone, one of a single rank grown to five.
+void token_rest_seeds(const std::filesystem::path& dir) {
+    const auto epoch = [](std::uint16_t n, std::uint8_t ranks, std::uint16_t t, std::uint8_t m,
+                          std::uint8_t micro, std::uint8_t k, std::uint8_t ending) {
+        seed s;
+        s.u16(static_cast<std::uint16_t>(n - 1)).byte(static_cast<std::uint8_t>(ranks - 1));
+        s.u16(static_cast<std::uint16_t>(t - 1));
+        s.byte(static_cast<std::uint8_t>(m - 1)).byte(static_cast<std::uint8_t>(micro - 1));
+        s.byte(static_cast<std::uint8_t>(k - 1)).byte(ending).byte(7).byte(2);
+        for (std::uint16_t i = 0; i < n; ++i)
+            s.byte(static_cast<std::uint8_t>(i % 9 == 0 ? 220 : (37 * i) % 200));
+        return s;
+    };
+    write(dir, "empty-at-boundary", epoch(120, 3, 400, 1, 2, 2, 0).u16(4).byte(1).byte(4).bytes());
+    write(dir, "empty-within-step", epoch(120, 3, 400, 1, 2, 2, 0).u16(5).byte(0).byte(1).bytes());
+    write(dir, "repeat", epoch(97, 4, 300, 1, 1, 3, 1).u16(6).byte(2).byte(2).bytes());
+    write(dir, "oversized-alone", epoch(80, 2, 100, 2, 1, 1, 6).u16(8).byte(1).byte(3).bytes());
+    write(dir, "one-rank-to-five", epoch(60, 1, 200, 1, 1, 2, 0).u16(3).byte(0).byte(4).bytes());
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         std::fprintf(stderr,
                      "usage: %s <corpus dir>   (writes <dir>/balancer, <dir>/state, "
-                     "<dir>/calibration and <dir>/epoch_rest)\n",
+                     "<dir>/calibration, <dir>/epoch_rest and <dir>/token_rest)\n",
                      argv[0]);
         return 2;
     }
@@ -450,5 +474,6 @@ int main(int argc, char** argv) {
     state_seeds(root / "state");
     calibration_seeds(root / "calibration");
     epoch_rest_seeds(root / "epoch_rest");
+    token_rest_seeds(root / "token_rest");
     return 0;
 }

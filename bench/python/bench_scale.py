@@ -33,6 +33,8 @@ Prints a markdown table, the command line in a comment above it; --json also wri
     build-python/venv/bin/python bench/python/bench_scale.py --large     # and 1e8 (~6 GB)
     build-python/venv/bin/python bench/python/bench_scale.py --large --huge  # and 1e9, keyed
     build-python/venv/bin/python bench/python/bench_scale.py --tokens --json scale.json
+    build-python/venv/bin/python bench/python/bench_scale.py --tokens --only "tokens, keyed" \
+        --lookahead 1                                                  # one sampler, K = 1
 """
 
 import argparse
@@ -319,6 +321,10 @@ def main() -> None:
         "would hold O(N) indices: randperm's alone is 8 GB)",
     )  # fmt: skip
     parser.add_argument("--tokens", action="store_true", help="add the token-mode samplers")
+    parser.add_argument(
+        "--only", metavar="TEXT",
+        help="measure only the samplers whose name holds TEXT (e.g. 'tokens, keyed')",
+    )  # fmt: skip
     parser.add_argument("--ranks", type=int, default=1024, help="num_replicas (R)")
     parser.add_argument("--rank", type=int, default=5, help="the rank measured")
     parser.add_argument("--batch-size", type=int, default=16, help="B")
@@ -342,6 +348,10 @@ def main() -> None:
         set(args.n + ([100_000_000] if args.large else []) + ([HUGE] if args.huge else []))
     )
     variants = VARIANTS + (TOKEN_VARIANTS if args.tokens else ())
+    if args.only:
+        variants = tuple(v for v in variants if args.only in v[0])
+        if not variants:
+            parser.error(f"--only {args.only!r} names no sampler")
     import bcl
     import torch
 

@@ -1,9 +1,9 @@
 // Writes the seed corpus of the fuzz targets: `bcl-fuzz-make-corpus <dir>` creates
-// <dir>/balancer/, <dir>/state/, <dir>/calibration/, <dir>/epoch_rest/ and <dir>/token_rest/ and fills them with a few
-// dozen small inputs, each a sequence of the decisions the harnesses read (written by
-// seed_writer.hpp, which reads each seed's options back with the harness's own reader and stops the
-// program unless they are the ones the seed asks for). The output is deterministic; the
-// repository's fuzz/corpus/ is this program's output, and the reproducers of past findings kept
+// <dir>/balancer/, <dir>/state/, <dir>/calibration/, <dir>/epoch_rest/ and <dir>/token_rest/ and
+// fills them with a few dozen small inputs, each a sequence of the decisions the harnesses read
+// (written by seed_writer.hpp, which reads each seed's options back with the harness's own reader
+// and stops the program unless they are the ones the seed asks for). The output is deterministic;
+// the repository's fuzz/corpus/ is this program's output, and the reproducers of past findings kept
 // beside it (fuzz/corpus/calibration/finding-*).
 
 #include "calibration_input.hpp"

@@ -132,8 +132,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     e.tokens.resize(n);
     for (std::uint64_t& l : e.tokens) {
         const std::uint8_t kind = in.byte();
-        l = kind < 200 ? kind % (t / 4 + 1)
-            : kind < 250 ? t / 2 + kind % (t / 2 + 1)
+        l = kind < 200                        ? kind % (t / 4 + 1)
+            : kind < 250                      ? t / 2 + kind % (t / 2 + 1)
             : e.shape.options.oversized_alone ? t + kind
                                               : t;
     }
@@ -165,8 +165,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const bcl::error&) {
     }
     check(left.has_value() == boundary, [&] {
-        return "rest_after(" + std::to_string(p) + ") " + (left ? "succeeded" : "failed") +
-               " at " + (boundary ? "a step boundary" : "a position within a step");
+        return "rest_after(" + std::to_string(p) + ") " + (left ? "succeeded" : "failed") + " at " +
+               (boundary ? "a step boundary" : "a position within a step");
     });
 
     // point(p): a pass at the same size resumes exactly.
@@ -205,8 +205,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < n; ++i) {
         check(seen[i] >= 1 && (seen[i] == 1 || (e.shape.repeat_to_fill && seen[i] == 2)), [&] {
             return "dataset index " + std::to_string(i) + " came out " + std::to_string(seen[i]) +
-                   " times over the epoch and its rest at " + std::to_string(new_ranks) +
-                   " ranks";
+                   " times over the epoch and its rest at " + std::to_string(new_ranks) + " ranks";
         });
     }
     return 0;

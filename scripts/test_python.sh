@@ -74,5 +74,7 @@ timeout -k 10 120 "$venv/bin/python" examples/python/stream_finetune.py --smoke
 echo "== examples/python/resize_resume.py (2 ranks, checkpoint, restart on 3)"
 # Exits 1 if an index of the epoch is lost or repeated beyond the padding, or ranks' counts differ.
 timeout -k 10 120 "$venv/bin/python" examples/python/resize_resume.py
+echo "== examples/python/resize_resume.py --tokens (the same in token mode, from a step boundary)"
+timeout -k 10 120 "$venv/bin/python" examples/python/resize_resume.py --tokens
 
 echo "== python checks passed"

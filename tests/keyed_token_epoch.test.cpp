@@ -117,7 +117,7 @@ micro_list pass_batches(bcl::keyed_token_pass<>& pass, const tables& t, std::siz
 
 const std::vector<token_case>& token_cases() {
     static const std::vector<token_case> cases{
-        {300, 3, 100, 2, 2, 1}, {97, 2, 64, 1, 3, 1}, {400, 4, 128, 2, 2, 2},
+        {300, 3, 100, 2, 2, 1}, {97, 2, 64, 1, 3, 1},    {400, 4, 128, 2, 2, 2},
         {41, 5, 50, 1, 1, 1},   {1000, 8, 256, 2, 4, 1}, {12, 3, 40, 1, 2, 1},
     };
     return cases;
@@ -207,7 +207,8 @@ TEST_CASE("keyed token pass: a pass at the same size over point(p)'s rest, from 
                 resumed.start(4, 1, true, shape, rank, with_costs, 9, at.rest);
                 REQUIRE(resumed.digest() == bcl::keyed_epoch_digest(9, 1, c.ranks, at.rest));
                 const micro_list rest = pass_batches(resumed, t, at.position);
-                REQUIRE(rest == micro_list(all.begin() + static_cast<std::ptrdiff_t>(p), all.end()));
+                REQUIRE(rest ==
+                        micro_list(all.begin() + static_cast<std::ptrdiff_t>(p), all.end()));
             }
             REQUIRE_THROWS_WITH(pass.point(all.size() + 1, t.tokens_of(), t.cost_of()),
                                 Contains("past the pass's " + std::to_string(all.size())));
@@ -314,7 +315,8 @@ TEST_CASE("keyed token pass: a position within a step has no rest at another siz
     REQUIRE_THROWS_WITH(pass.rest_after(steps[1] + 1, t.tokens_of(), t.cost_of()),
                         Contains("micro-batch " + std::to_string(steps[1] + 1) +
                                  " of the pass is within a step (its micro-batches " +
-                                 std::to_string(steps[1]) + " to " + std::to_string(steps[2] - 1)) &&
+                                 std::to_string(steps[1]) + " to " +
+                                 std::to_string(steps[2] - 1)) &&
                             Contains("save it after the optimizer step"));
     REQUIRE(pass_batches(pass, t) == all);
     REQUIRE_THROWS_WITH(pass.rest_after(all.size() + 1, t.tokens_of(), t.cost_of()),

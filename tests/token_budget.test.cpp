@@ -102,3 +102,34 @@ TEST_CASE("token budget: the planner and the epoch planner refuse a setting in t
             epochs.share<std::size_t>(tokens, {}, order, b, 2, 1, 0, opt, share, "who"), expected);
     }
 }
+
+TEST_CASE("token budget: longest_token_length is the longest length check_token_length takes, "
+          "padded or not, alone or not",
+          "[tokens][token_budget]") {
+    for (const std::uint64_t t : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{100},
+                                  std::uint64_t{4096}, std::uint64_t{1} << 31})
+        for (const std::uint64_t pad : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3},
+                                        std::uint64_t{64}, std::uint64_t{1000}})
+            for (const bool alone : {false, true}) {
+                if (pad > t) continue;
+                const bcl::token_budget b{.ranks = 2, .max_tokens = t, .multiple_of = 1};
+                const bcl::token_plan_options opt{.oversized_alone = alone,
+                                                  .pad_to_multiple_of = pad};
+                const std::uint64_t longest = bcl::longest_token_length(b, opt);
+                CAPTURE(t, pad, alone, longest);
+                const auto takes = [&](std::uint64_t length) {
+                    try {
+                        (void)bcl::check_token_length(length, 0, "record", b, opt, "who");
+                        return true;
+                    } catch (const bcl::error&) {
+                        return false;
+                    }
+                };
+                REQUIRE(takes(longest));
+                REQUIRE_FALSE(takes(longest + 1));
+                REQUIRE(takes(0));
+                REQUIRE_FALSE(takes(std::uint64_t{1} << 40));
+                for (std::uint64_t l = longest > 5 ? longest - 5 : 0; l < longest + 5; ++l)
+                    REQUIRE(takes(l) == (l <= longest));
+            }
+}

@@ -178,12 +178,14 @@ def measure_one(spec: dict) -> dict:
     del it
     # len() of an epoch not yet started: O(1) for fixed batches; token mode plans (randperm) or
     # walks (keyed) the epoch for it.
-    epoch_owner.set_epoch(2)
-    start = time.perf_counter()
-    epoch2_batches = len(sampler)
-    len_seconds = time.perf_counter() - start
-    if batches is None:
-        batches = epoch2_batches
+    len_seconds = None
+    if spec["len"]:
+        epoch_owner.set_epoch(2)
+        start = time.perf_counter()
+        epoch2_batches = len(sampler)
+        len_seconds = time.perf_counter() - start
+        if batches is None:
+            batches = epoch2_batches
     return {
         "n": n,
         "variant": spec["variant"],
@@ -302,7 +304,7 @@ def print_table(rows: list, header: list) -> None:
             f"| {'-' if ratio is None else f'{ratio:.2f}x'} "
             f"| {seconds(r['first_batch_epoch1_s'])} "
             f"| {'-' if rate is None else f'{rate:,.0f}'} ({int(r['steady_batches'])}) "
-            f"| {seconds(r['len_s'])} "
+            f"| {'-' if r['len_s'] is None else seconds(r['len_s'])} "
             f"| {whole_epoch(r)} "
             f"| {mib(r['anonymous_growth_bytes'])} "
             f"({r['anonymous_growth_bytes'] / r['n']:.1f}) "
@@ -336,6 +338,10 @@ def main() -> None:
         help="batches timed after the first, at most (the epoch's rest)",
     )  # fmt: skip
     parser.add_argument("--repeats", type=int, default=3, help="runs of each sampler (median)")
+    parser.add_argument(
+        "--no-len", action="store_true",
+        help="leave out len() of epoch 2 (keyed token mode walks the epoch for it)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="the table's seed")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON to PATH")
     parser.add_argument("--one", metavar="SPEC", help=argparse.SUPPRESS)
@@ -384,7 +390,7 @@ def main() -> None:
                         mode=mode, order=order,
                         ranks=args.ranks, rank=args.rank, b=args.batch_size, k=args.lookahead,
                         max_tokens=args.max_tokens, micro_batches=args.micro_batches,
-                        steady=args.steady, drain=n < HUGE,
+                        steady=args.steady, drain=n < HUGE, len=not args.no_len,
                     )  # fmt: skip
                     runs.append(dict(run_one(spec), repeat=repeat))
                     print(

@@ -12,8 +12,14 @@ small linear regression; each record is one row of a random matrix. Each rank wr
 it trained to the run's directory; the parent checks them and prints a summary (exit 1 if an
 index is lost or repeated beyond the padding, or if ranks took different counts).
 
+With --tokens the sampler hands out token-budget micro-batches instead (max_tokens=, M
+micro-batches a step, the lengths a memory-mapped uint32 table, padding="empty"): the ranks step
+their optimizer after every M micro-batches, and the checkpoint is taken after a step, at a step
+boundary, as a state that resumes at another number of ranks must be.
+
     build-python/venv/bin/python examples/python/resize_resume.py
     build-python/venv/bin/python examples/python/resize_resume.py --records 5000 --first 2 --then 5
+    build-python/venv/bin/python examples/python/resize_resume.py --tokens
 """
 
 import argparse
@@ -52,14 +58,25 @@ def worker(rank: int, ranks: int, port: int, args: argparse.Namespace, run: str)
                             timeout=datetime.timedelta(seconds=60))  # fmt: skip
     torch.set_num_threads(1)
     work = pathlib.Path(args.dir)
-    costs = np.load(work / "costs.npy", mmap_mode="r")  # shared storage, read in place
     data = torch.from_numpy(np.load(work / "data.npy"))
     target = data.sum(dim=1, keepdim=True)
     model = torch.nn.Linear(FEATURES, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    batches = bcl.DistributedBalancedBatchSampler(
-        costs, args.batch_size, ranks, rank, lookahead=args.lookahead, order="keyed"
-    )
+    # Shared storage, read in place.
+    if args.tokens:
+        lengths = np.load(work / "lengths.npy", mmap_mode="r")
+        batches = bcl.DistributedBalancedBatchSampler(
+            None, None, ranks, rank, lookahead=args.lookahead, order="keyed",
+            max_tokens=args.max_tokens, micro_batches=args.micro_batches, lengths=lengths,
+            padding="empty",
+        )  # fmt: skip
+        per_step = args.micro_batches
+    else:
+        costs = np.load(work / "costs.npy", mmap_mode="r")
+        batches = bcl.DistributedBalancedBatchSampler(
+            costs, args.batch_size, ranks, rank, lookahead=args.lookahead, order="keyed"
+        )
+        per_step = 1
     checkpoint = work / "checkpoint.pt"
     if run == "second":
         saved = torch.load(checkpoint)
@@ -68,26 +85,39 @@ def worker(rank: int, ranks: int, port: int, args: argparse.Namespace, run: str)
         batches.load_state_dict(saved["sampler"])  # saved at another number of ranks
     else:
         batches.set_epoch(0)
-    trained, steps, last_loss = [], 0, None
-    for batch in batches:
-        loss = torch.nn.functional.mse_loss(model(data[batch]), target[batch])
-        optimizer.zero_grad()
-        loss.backward()
+
+    def step() -> None:
         for p in model.parameters():  # DDP's all-reduce of the gradients, by hand
             dist.all_reduce(p.grad)
             p.grad /= ranks
         optimizer.step()
+        optimizer.zero_grad()
+
+    trained, taken, steps, last_loss = [], 0, 0, None
+    optimizer.zero_grad()
+    for batch in batches:
+        if batch:
+            loss = torch.nn.functional.mse_loss(model(data[batch]), target[batch])
+        else:  # an empty micro-batch (padding="empty"): a step of zero weight, still all-reduced
+            loss = model(data[:1]).sum() * 0.0
+        (loss / per_step).backward()
         trained += batch
-        steps += 1
+        taken += 1
         last_loss = float(loss)
+        if taken % per_step != 0:
+            continue
+        step()
+        steps += 1
         if run == "first" and steps == args.steps:
             # A step boundary: every rank has taken as many batches; any rank's state serves.
             if rank == 0:
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                             "sampler": batches.state_dict()}, checkpoint)  # fmt: skip
             break
+    if taken % per_step != 0:  # the epoch's last step, short (the same on every rank)
+        step()
     with open(work / f"{run}-rank{rank}.json", "w") as f:
-        json.dump({"indices": [int(i) for i in trained], "batches": steps, "loss": last_loss}, f)
+        json.dump({"indices": [int(i) for i in trained], "batches": taken, "loss": last_loss}, f)
     dist.barrier()
     dist.destroy_process_group()
 
@@ -109,12 +139,18 @@ def main() -> int:
     parser.add_argument("--first", type=int, default=2, help="ranks of the first run")
     parser.add_argument("--then", type=int, default=3, help="ranks of the restarted run")
     parser.add_argument("--steps", type=int, default=37, help="steps before the checkpoint")
+    parser.add_argument("--tokens", action="store_true",
+                        help="token-budget micro-batches instead of batches of --batch-size")
+    parser.add_argument("--max-tokens", type=int, default=4096, help="T, with --tokens")
+    parser.add_argument("--micro-batches", type=int, default=2, help="M, with --tokens")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bcl-resize-") as tmp:
         args.dir = tmp
         rng = np.random.default_rng(0)
         lengths = np.clip(np.rint(np.exp(rng.normal(6, 1, args.records))), 1, 32768)
         np.save(pathlib.Path(tmp) / "costs.npy", (lengths + lengths**2 / 24576).astype(np.float32))
+        np.save(pathlib.Path(tmp) / "lengths.npy", np.minimum(lengths, args.max_tokens).astype(
+            np.uint32))  # fmt: skip
         np.save(pathlib.Path(tmp) / "data.npy", rng.normal(size=(args.records, FEATURES)).astype(
             np.float32))  # fmt: skip
         first = launch(args.first, args, "first")
@@ -126,10 +162,12 @@ def main() -> int:
           f"{sum(len(r['indices']) for r in first)} records")  # fmt: skip
     print(f"restart: {args.then} ranks, {[r['batches'] for r in second]} batches each, "
           f"{sum(len(r['indices']) for r in second)} records, last loss {second[0]['loss']}")
+    # Token mode pads with empty micro-batches: nothing repeated.
+    padding = 0 if args.tokens else args.then - 1
     print(f"over the epoch: {len(counts)} of {args.records} indices trained, {lost} lost, "
-          f"{repeated} repeated (the restarted run's padding: at most {args.then - 1})")
+          f"{repeated} repeated (the restarted run's padding: at most {padding})")
     equal = all(len({r["batches"] for r in run}) == 1 for run in (first, second))
-    ok = lost == 0 and repeated <= args.then - 1 and equal
+    ok = lost == 0 and repeated <= padding and equal
     print("every index once, equal counts on every rank" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -81,16 +81,16 @@ public:
     /// (check_token_budget, check_token_window, check_token_options) or a rank not below R,
     /// leaving the pass as it was. A rest with no records left is a pass of no micro-batches.
     /// O(the rest's bitmap).
-    void start(std::uint64_t seed, std::uint64_t epoch, bool shuffle, const token_epoch_shape& shape,
-               std::size_t rank, bool with_costs, std::uint64_t inputs, epoch_rest rest,
+    void start(std::uint64_t seed, std::uint64_t epoch, bool shuffle,
+               const token_epoch_shape& shape, std::size_t rank, bool with_costs,
+               std::uint64_t inputs, epoch_rest rest,
                std::string_view who = "bcl::keyed_token_pass") {
         check_token_budget(shape.budget, shape.lookahead, who);
         check_token_window(shape.budget, shape.micro_batches, shape.lookahead, who);
         check_token_options(shape.options, shape.budget, who);
         if (rank >= shape.budget.ranks)
             throw error(std::string(who) + ": rank " + std::to_string(rank) + " of " +
-                        std::to_string(shape.budget.ranks) +
-                        " ranks: the rank must be below them");
+                        std::to_string(shape.budget.ranks) + " ranks: the rank must be below them");
         m_order = keyed_order(rest.epoch_size(), seed, epoch);
         m_shuffle = shuffle;
         m_epoch = epoch;
@@ -130,7 +130,8 @@ public:
         if (w == none) return std::nullopt;
         if (w != m_window) plan(w, tokens_of, cost_of, true, who);
         const std::size_t k = i - m_starts[w].micro;
-        return std::span<const Index>(m_mine).subspan(m_offsets[k], m_offsets[k + 1] - m_offsets[k]);
+        return std::span<const Index>(m_mine).subspan(m_offsets[k],
+                                                      m_offsets[k + 1] - m_offsets[k]);
     }
 
     /// This rank's micro-batches in the pass, the same on every rank: the pass walked to its end

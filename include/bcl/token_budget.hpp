@@ -81,4 +81,17 @@ inline void check_token_options(const token_plan_options& opt, const token_budge
                                           opt.pad_to_multiple_of, who);
 }
 
+/// The longest length check_token_length takes under `b` and `opt`: T (or 2^31 with
+/// oversized_alone) rounded down to a multiple of pad_to_multiple_of, since a length counts
+/// padded up to one. A length up to it is taken and one above it refused, so a pass over a table
+/// compares each length with it and calls the check (for its message) only above it. The
+/// settings checked already (check_token_budget, check_token_options). O(1), noexcept.
+[[nodiscard]] inline std::uint64_t longest_token_length(const token_budget& b,
+                                                        const token_plan_options& opt) noexcept {
+    const std::uint64_t bound =
+        opt.oversized_alone ? detail::tokens::max_record_tokens : b.max_tokens;
+    const std::uint64_t pad = opt.pad_to_multiple_of == 0 ? 1 : opt.pad_to_multiple_of;
+    return bound / pad * pad;
+}
+
 } // namespace bcl

@@ -72,10 +72,10 @@ struct token_epoch_share : token_epoch_summary {
 
 /// One window of a token-budget epoch as token_epoch_planner::plan_window planned it: its
 /// summary, and whether its candidates reached the order's end (`last`: it was planned as the
-/// stream's end, and the epoch ends with it if it took every record left). Its records are the order's positions
-/// [first, first + summary.records), but for the last window of an epoch padded by repeating:
-/// there position first + i at or past the order's end n is position first + i - n, one of the
-/// order's first `repeated` records planned again.
+/// stream's end, and the epoch ends with it if it took every record left). Its records are the
+/// order's positions [first, first + summary.records), but for the last window of an epoch padded
+/// by repeating: there position first + i at or past the order's end n is position first + i - n,
+/// one of the order's first `repeated` records planned again.
 struct token_window {
     token_plan_summary summary;
     bool last = false;
@@ -229,8 +229,7 @@ public:
                                 order.begin() + static_cast<std::ptrdiff_t>(w.repeated));
                 window = repeated;
             }
-            on_window(window.first(w.summary.records), slots().first(w.summary.records),
-                      w.summary);
+            on_window(window.first(w.summary.records), slots().first(w.summary.records), w.summary);
             repeated_count = w.repeated;
             first += std::min(w.summary.records, n - first);
         }

@@ -319,28 +319,27 @@ PYBIND11_MODULE(_core, m) {
         .def("__len__", &table_view::size)
         .def_property_readonly("digest", &table_view::digest);
     py::class_<global_windows>(m, "global_windows")
-        .def(py::init([](const std::shared_ptr<const table_view>& table, std::uint64_t seed,
-                         std::uint64_t epoch, bool shuffle, std::size_t ranks, std::size_t steps,
-                         std::size_t batch, std::size_t rank, bcl::batch_cost batching, double cap,
-                         bool level_steps, bool drop_last, std::uint64_t inputs,
-                         const py::object& rest) {
-                 bcl::plan_options opt;
-                 opt.batching = batching;
-                 opt.cap = cap;
-                 opt.level_steps = level_steps;
-                 return global_windows(table, seed, epoch, shuffle,
-                                       bcl::epoch_shape{.ranks = ranks,
-                                                        .lookahead = steps,
-                                                        .batch = batch,
-                                                        .drop_last = drop_last},
-                                       rank, opt, inputs,
-                                       rest_of(table->size(), rest,
-                                               "bcl.DistributedBalancedBatchSampler"));
-             }),
-             py::arg("table"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
-             py::arg("ranks"), py::arg("steps"), py::arg("batch"), py::arg("rank"),
-             py::arg("batching"), py::arg("cap"), py::arg("level_steps"), py::arg("drop_last"),
-             py::arg("inputs"), py::arg("rest") = py::none())
+        .def(
+            py::init([](const std::shared_ptr<const table_view>& table, std::uint64_t seed,
+                        std::uint64_t epoch, bool shuffle, std::size_t ranks, std::size_t steps,
+                        std::size_t batch, std::size_t rank, bcl::batch_cost batching, double cap,
+                        bool level_steps, bool drop_last, std::uint64_t inputs,
+                        const py::object& rest) {
+                bcl::plan_options opt;
+                opt.batching = batching;
+                opt.cap = cap;
+                opt.level_steps = level_steps;
+                return global_windows(
+                    table, seed, epoch, shuffle,
+                    bcl::epoch_shape{
+                        .ranks = ranks, .lookahead = steps, .batch = batch, .drop_last = drop_last},
+                    rank, opt, inputs,
+                    rest_of(table->size(), rest, "bcl.DistributedBalancedBatchSampler"));
+            }),
+            py::arg("table"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
+            py::arg("ranks"), py::arg("steps"), py::arg("batch"), py::arg("rank"),
+            py::arg("batching"), py::arg("cap"), py::arg("level_steps"), py::arg("drop_last"),
+            py::arg("inputs"), py::arg("rest") = py::none())
         .def(
             "rest_after",
             [](global_windows& self, std::size_t position) -> py::object {
@@ -352,9 +351,8 @@ PYBIND11_MODULE(_core, m) {
             },
             py::arg("position"),
             "(start, span, taken) of the epoch's rest once every rank took `position` batches.")
-        .def_property_readonly(
-            "rest",
-            [](const global_windows& self) { return parts_of(self.rest()); })
+        .def_property_readonly("rest",
+                               [](const global_windows& self) { return parts_of(self.rest()); })
         .def_property_readonly("batches", &global_windows::batches)
         .def_property_readonly("digest", &global_windows::digest)
         .def("batch", &global_windows::batch, py::arg("i"))

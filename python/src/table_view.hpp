@@ -30,6 +30,13 @@ public:
     /// digest bcl::cost_table_digest takes of the same values as doubles. O(N), no copy.
     /// With `integers_only` (a table of counts, such as tokens), a floating dtype is refused too.
     table_view(py::array values, std::string what, bool integers_only = false)
+        : table_view(std::move(values), std::move(what), integers_only,
+                     [](std::size_t, auto) noexcept {}) {}
+
+    /// The same, and `check(i, value)` called on each entry (in its own type) in the same pass,
+    /// once it is a valid cost: what it throws propagates. A table of 1e9 entries is read once.
+    template <class Check>
+    table_view(py::array values, std::string what, bool integers_only, Check&& check)
         : m_values(std::move(values)), m_what(std::move(what)) {
         if (m_values.ndim() != 1)
             throw bcl::error(m_what + " must be one-dimensional (got " +
@@ -59,6 +66,7 @@ public:
                     py::gil_scoped_acquire locked;
                     bcl::throw_invalid_cost(m_what + "[" + std::to_string(i) + "] is ", c);
                 }
+                check(i, data[i]);
                 digester.add(c);
             }
             return digester.digest();
@@ -102,9 +110,12 @@ public:
         const void* p = m_values.data();
         const auto width = m_values.dtype().itemsize();
         if (m_values.dtype().kind() == 'i') {
-            if (width == 1) return static_cast<std::uint64_t>(static_cast<const std::int8_t*>(p)[i]);
-            if (width == 2) return static_cast<std::uint64_t>(static_cast<const std::int16_t*>(p)[i]);
-            if (width == 4) return static_cast<std::uint64_t>(static_cast<const std::int32_t*>(p)[i]);
+            if (width == 1)
+                return static_cast<std::uint64_t>(static_cast<const std::int8_t*>(p)[i]);
+            if (width == 2)
+                return static_cast<std::uint64_t>(static_cast<const std::int16_t*>(p)[i]);
+            if (width == 4)
+                return static_cast<std::uint64_t>(static_cast<const std::int32_t*>(p)[i]);
             return static_cast<std::uint64_t>(static_cast<const std::int64_t*>(p)[i]);
         }
         if (width == 1) return static_cast<const std::uint8_t*>(p)[i];

@@ -30,28 +30,33 @@ namespace bcl_python {
 
 namespace py = pybind11;
 
-/// Checks every length of `lengths` (read in place) for a token plan of `budget` (and the
-/// settings: check_token_budget, check_token_window, check_token_options) in one streaming pass
+/// `lengths` read in place (a table_view of integers) for a token plan of `budget`: the
+/// settings checked first (check_token_budget, check_token_window, check_token_options), then, in
+/// the one streaming pass that checks each entry and takes the digest, each length
 /// (bcl::check_token_length, naming the dataset index; oversized='alone' where that would plan
 /// it). Throws bcl::error prefixed with `who`. O(N), no copy.
-inline void check_token_table(const table_view& lengths, const bcl::token_budget& budget,
-                              std::size_t micro_batches, std::size_t lookahead,
-                              const bcl::token_plan_options& opt, const std::string& who) {
+[[nodiscard]] inline std::shared_ptr<table_view>
+token_table(py::array lengths, const bcl::token_budget& budget, std::size_t micro_batches,
+            std::size_t lookahead, const bcl::token_plan_options& opt, const std::string& who) {
     bcl::check_token_budget(budget, lookahead, who);
     bcl::check_token_window(budget, micro_batches, lookahead, who);
     bcl::check_token_options(opt, budget, who);
-    lengths.read([&](const auto* data) {
-        py::gil_scoped_release unlocked;
-        try {
-            for (std::size_t i = 0; i < lengths.size(); ++i)
-                (void)bcl::check_token_length(static_cast<std::uint64_t>(data[i]), i,
-                                              "dataset index", budget, opt, who);
-        } catch (const bcl::error& e) {
-            if (opt.oversized_alone) throw;
-            throw bcl::error(std::string(e.what()) + " (oversized='alone')");
-        }
-        return 0.0;
-    });
+    // One compare an entry keeps the pass at memory speed; the check itself, which names the
+    // entry, runs only for a length it refuses.
+    const std::uint64_t longest = bcl::longest_token_length(budget, opt);
+    try {
+        return std::make_shared<table_view>(
+            std::move(lengths), "lengths", true, [&](std::size_t i, auto length) {
+                if (static_cast<std::uint64_t>(length) > longest) [[unlikely]]
+                    (void)bcl::check_token_length(static_cast<std::uint64_t>(length), i,
+                                                  "dataset index", budget, opt, who);
+            });
+    } catch (const bcl::error& e) {
+        const std::string what = e.what();
+        // Only a length's refusal is the budget's, which oversized='alone' may let through.
+        if (opt.oversized_alone || what.find("dataset index") == std::string::npos) throw;
+        throw bcl::error(what + " (oversized='alone')");
+    }
 }
 
 class token_windows {
@@ -169,22 +174,23 @@ private:
     bcl::keyed_token_pass<std::uint64_t> m_pass;
 };
 
-/// Binds token_windows and check_token_table into `m`.
+/// Binds token_windows and token_table into `m`.
 inline void define_token_windows(py::module_& m) {
     m.def(
-        "check_token_table",
-        [](const table_view& lengths, const bcl::token_budget& budget, std::size_t micro_batches,
+        "token_table",
+        [](py::array lengths, const bcl::token_budget& budget, std::size_t micro_batches,
            std::size_t lookahead, bool oversized_alone, std::uint64_t pad_to_multiple_of,
            const std::string& who) {
             bcl::token_plan_options opt;
             opt.oversized_alone = oversized_alone;
             opt.pad_to_multiple_of = pad_to_multiple_of;
-            check_token_table(lengths, budget, micro_batches, lookahead, opt, who);
+            return token_table(std::move(lengths), budget, micro_batches, lookahead, opt, who);
         },
         py::arg("lengths"), py::arg("budget"), py::arg("micro_batches"), py::arg("lookahead"),
         py::arg("oversized_alone"), py::arg("pad_to_multiple_of"), py::arg("who"),
-        "bcl.Error for settings or a length (read in place, named by its dataset index) that no "
-        "token plan takes.");
+        "The lengths read in place (a table_view of integers), each checked for a token plan in "
+        "the pass that takes the digest; bcl.Error for settings or a length (named by its "
+        "dataset index) that no token plan takes.");
     py::class_<token_windows>(m, "token_windows")
         .def(py::init([](std::shared_ptr<const table_view> lengths,
                          std::shared_ptr<const table_view> costs, std::uint64_t seed,
@@ -205,10 +211,9 @@ inline void define_token_windows(py::module_& m) {
                                       shape, rank, inputs, rest);
              }),
              py::arg("lengths"), py::arg("costs"), py::arg("seed"), py::arg("epoch"),
-             py::arg("shuffle"), py::arg("budget"), py::arg("micro_batches"),
-             py::arg("lookahead"), py::arg("rank"), py::arg("oversized_alone"),
-             py::arg("padding"), py::arg("pad_to_multiple_of"), py::arg("inputs"),
-             py::arg("rest") = py::none())
+             py::arg("shuffle"), py::arg("budget"), py::arg("micro_batches"), py::arg("lookahead"),
+             py::arg("rank"), py::arg("oversized_alone"), py::arg("padding"),
+             py::arg("pad_to_multiple_of"), py::arg("inputs"), py::arg("rest") = py::none())
         .def_property_readonly("batches", &token_windows::batches)
         .def_property_readonly("digest", &token_windows::digest)
         .def("batch", &token_windows::batch, py::arg("i"))

@@ -5,8 +5,8 @@
 // with every index exactly once over the epoch (the padding of either size aside), as many
 // batches on every new rank; chains of resizes within an epoch; an archive of a pass over a rest
 // resumes exactly at its own size; the rest's fields are written only for such a pass and a
-// damaged one is refused naming the field, the sampler unchanged; Fisher-Yates and token mode
-// still refuse another num_replicas.
+// damaged one is refused naming the field, the sampler unchanged; Fisher-Yates still refuses
+// another num_replicas, in either mode (keyed token mode's resize: distributed_token_resize).
 
 #include "sampler_support.hpp"
 
@@ -330,7 +330,7 @@ TEST_CASE("torch resize: a damaged rest, num_replicas or rank is refused naming 
     }
 }
 
-TEST_CASE("torch resize: Fisher-Yates and token mode still refuse another num_replicas, the "
+TEST_CASE("torch resize: Fisher-Yates still refuses another num_replicas, in either mode, the "
           "sampler unchanged",
           "[torch][distributed][resize]") {
     const std::vector<double> costs = costs_of(300);
@@ -349,7 +349,7 @@ TEST_CASE("torch resize: Fisher-Yates and token mode still refuse another num_re
         return distributed_balanced_sampler(std::vector<double>(), lengths,
                                             {.num_replicas = ranks,
                                              .rank = 0,
-                                             .order = epoch_order_kind::keyed,
+                                             .order = epoch_order_kind::fisher_yates,
                                              .max_tokens = 1000,
                                              .micro_batches = 1});
     };

@@ -593,8 +593,9 @@ TEST_CASE("torch tokens: a sampler with other settings, lengths or costs refuses
 }
 
 TEST_CASE("torch tokens: with epoch_order_kind::keyed the order is bcl::keyed_order's; the "
-          "micro-batches and digest are bcl::token_epoch_planner's share of it, the digest equal "
-          "on every rank, another for another epoch; every index comes out exactly once",
+          "micro-batches and the plans' digest chain are bcl::token_epoch_planner's share of it, "
+          "planned window by window; the digest equal on every rank, another for another epoch; "
+          "every index comes out exactly once; token_plan() is refused",
           "[torch][distributed][tokens][keyed]") {
     const std::vector<token_setup> all = shapes();
     const std::size_t which = GENERATE(0, 1, 2, 4, 8);
@@ -617,10 +618,16 @@ TEST_CASE("torch tokens: with epoch_order_kind::keyed the order is bcl::keyed_or
             if (epoch > 0) sampler.reset();
             REQUIRE(sampler.order_of(epoch) == order);
             const bcl::token_epoch_share<std::size_t> expected = expected_share(s, epoch, r);
-            REQUIRE(sampler.digest() == expected.digest); // so equal on every rank
-            repeated = sampler.token_plan().repeated;
+            REQUIRE(sampler.digest() == ranks[0].digest()); // the inputs', known without planning
+            REQUIRE(sampler.size() == expected.micro_batches());
+            REQUIRE_THROWS_WITH(sampler.token_plan(), Contains("window by window"));
             const std::vector<index_batch> batches = drain_all(sampler);
             REQUIRE(batches == micro_batches_of(expected));
+            const bcl::torch::token_epoch_summary& planned = sampler.token_summary();
+            REQUIRE(planned.digest == expected.digest); // the windows' plans, chained
+            REQUIRE(planned.micro_steps == expected.micro_steps);
+            REQUIRE(planned.repeated == expected.repeated);
+            repeated = planned.repeated;
             for (const index_batch& b : batches) seen.insert(seen.end(), b.begin(), b.end());
         }
         // Exactly once: the order, and (token_padding::repeat) its first `repeated` indices again.
@@ -669,7 +676,8 @@ TEST_CASE("torch tokens: with epoch_order_kind::keyed an archive resumes exactly
         distributed_balanced_sampler restored = s.make(rank);
         move_distributed(restored);
         load_bytes(restored, bytes);
-        REQUIRE(restored.position() == taken);
+        // Counted from the start of the window the archive was saved in.
+        REQUIRE(restored.size() - restored.position() == epoch0.size() - taken);
         REQUIRE(drain_all(restored) ==
                 std::vector<index_batch>(epoch0.begin() + std::ptrdiff_t(taken), epoch0.end()));
         restored.reset();

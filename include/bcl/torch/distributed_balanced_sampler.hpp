@@ -48,6 +48,8 @@ using epoch_plan_summary = bcl::epoch_plan_summary;
 /// One rank's micro-batches of an epoch in token mode, and what its plans promise
 /// (bcl::token_epoch_share).
 using token_epoch_share = bcl::token_epoch_share<std::size_t>;
+/// What a token epoch's plans promise, summed window by window (bcl::token_epoch_summary).
+using token_epoch_summary = bcl::token_epoch_summary;
 
 /// A libtorch sampler of batches of dataset indices, planned with every rank's: the libtorch
 /// counterpart of Python's bcl.DistributedBalancedBatchSampler, for a map-style dataset whose
@@ -89,7 +91,10 @@ using token_epoch_share = bcl::token_epoch_share<std::size_t>;
 /// epoch's plan, O(window) memory, no order of N held), and an archive saved at R ranks resumes
 /// at another num_replicas: the rest of the epoch, every index the saving ranks had not taken
 /// exactly once, planned at this size (docs/torch.md, "Keyed: window by window, and resume at
-/// another world size").
+/// another world size"). Keyed, token mode, the same (bcl::keyed_token_pass): the windows are
+/// walked in order, so size() walks the epoch once (planning each window, keeping nothing); an
+/// archive holds the rest at its window's start; at another num_replicas it resumes from a step
+/// boundary only; token_plan() is refused (token_summary() describes the windows planned).
 ///
 /// The digest: digest() is the chain of the epoch's window plans' bcl::plan_digest (in token
 /// mode, bcl::token_epoch_share::digest; keyed, fixed mode, a digest of the inputs: the cost
@@ -113,11 +118,13 @@ using token_epoch_share = bcl::token_epoch_share<std::size_t>;
 /// saved epoch again and compares its digest, and changes nothing unless every check passed; the
 /// sampler then hands out exactly the rest of the saved epoch. Keyed, fixed mode: an archive of
 /// another num_replicas or rank is taken too, and a pass over what a checkpoint left of the epoch
-/// saves that rest (bcl_rest_start, bcl_rest_span, bcl_rest_taken, only then).
+/// saves that rest (bcl_rest_start, bcl_rest_span, bcl_rest_taken, only then); keyed, token
+/// mode, the same from a step boundary, the position counted from the saved window's start.
 ///
 /// Memory: the cost table (8 bytes per index, shared by copies of the sampler; in token mode the
 /// lengths too), the epoch's order (8 bytes per index), this rank's share (8 bytes per record)
-/// and the planner's scratch for one window; keyed, fixed mode, the cost table and one window.
+/// and the planner's scratch for one window; keyed, the tables, one window and (token mode) two
+/// words for each window walked.
 /// After the first epoch nothing is allocated in fixed mode but the batches handed out. Not
 /// thread-safe, like libtorch's own samplers.
 class distributed_balanced_sampler final
@@ -226,13 +233,11 @@ public:
             token_mode() ? "batch size in token mode (one micro-batch a request)" : "batch size");
         ensure_planned();
         m_cursor.mark_started();
-        if (m_position == planned_batches()) return ::torch::nullopt;
-        const std::span<const std::size_t> batch = in_mode([this](auto& m) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(m)>, detail::distributed_fixed_mode>)
-                return m.batch(m_position, who); // keyed: plans the batch's window if it is new
-            else
-                return m.batch(m_position);
-        });
+        // Keyed: plans the batch's window if it is new (token mode: walks to it).
+        if (in_mode([this](const auto& m) { return m.ends_at(m_position, who); }))
+            return ::torch::nullopt;
+        const std::span<const std::size_t> batch =
+            in_mode([this](auto& m) { return m.batch(m_position, who); });
         ++m_position;
         return std::vector<std::size_t>(batch.begin(), batch.end());
     }
@@ -265,14 +270,35 @@ public:
     /// records repeated at the end (`repeated`), the empty micro-batches of every rank
     /// (`padding`), the records above T (`oversized`) and the planned efficiency. In fixed mode
     /// a bcl::error (summary() describes it).
+    /// With epoch_order_kind::keyed a bcl::error too: the epoch is planned window by window and
+    /// never held whole (token_summary() describes the windows planned so far).
     [[nodiscard]] const token_epoch_share& token_plan() {
         const auto* tokens = std::get_if<detail::distributed_token_mode>(&m_mode);
         if (tokens == nullptr)
             throw bcl::error(std::string(who) +
                              "::token_plan: the plan of token-budget micro-batches; with "
                              "max_tokens 0 summary() describes the epoch");
+        if (tokens->keyed())
+            throw bcl::error(std::string(who) +
+                             "::token_plan: with epoch_order_kind::keyed the epoch is planned "
+                             "window by window and never held whole; token_summary() describes "
+                             "the windows planned so far");
         ensure_planned();
         return tokens->planned();
+    }
+
+    /// Token mode: what the plans of the epoch under way promise (plans it if it is not yet):
+    /// its digest chain, windows, micro-steps, their bound, the records repeated at the end,
+    /// the empty micro-batches, the records above T, the costs' total and the objective; keyed,
+    /// of the windows planned so far. In fixed mode a bcl::error (summary() describes it).
+    [[nodiscard]] const token_epoch_summary& token_summary() {
+        const auto* tokens = std::get_if<detail::distributed_token_mode>(&m_mode);
+        if (tokens == nullptr)
+            throw bcl::error(std::string(who) +
+                             "::token_summary: the plans of token-budget micro-batches; with "
+                             "max_tokens 0 summary() describes the epoch");
+        ensure_planned();
+        return tokens->summary();
     }
 
     /// Writes the sampler's state to `archive` (format
@@ -396,9 +422,12 @@ private:
                     opt, who);
     }
 
-    // The batches of the planned epoch under way (micro-batches in token mode).
-    [[nodiscard]] std::size_t planned_batches() const noexcept {
-        return in_mode([](const auto& m) { return m.batches(); });
+    // The batches of the planned epoch under way (micro-batches in token mode; keyed, the pass
+    // walked to its end).
+    [[nodiscard]] std::size_t planned_batches() const {
+        const auto* tokens = std::get_if<detail::distributed_token_mode>(&m_mode);
+        if (tokens != nullptr) return tokens->batches(who);
+        return std::get<detail::distributed_fixed_mode>(m_mode).batches();
     }
 
     // The plan is the epoch's alone, so computing it when first asked changes nothing anyone

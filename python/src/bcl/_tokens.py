@@ -313,7 +313,7 @@ class TokenShape:
     def check_tables(self) -> None:
         """bcl.Error for settings, lengths or costs that no plan takes (check_token_input),
         naming the setting, or the entry by its dataset index. Keyed: each table read in place in
-        one streaming pass (table_view, which also takes its digest, and check_token_table)."""
+        one streaming pass that also takes its digest (_core.token_table, _core.table_view)."""
         if self.keyed:
             n = len(self.tokens)
             if self.costs is not None and len(self.costs) != n:
@@ -321,9 +321,9 @@ class TokenShape:
                     f"{self.who}: costs has {len(self.costs)} entries but lengths has {n}; give "
                     "one per dataset index"
                 )
-            self.tokens_view = _core.table_view(self.tokens, "lengths", True)
-            _core.check_token_table(
-                self.tokens_view, self.budget, self.micro_batches, self.lookahead, self.alone,
+            # One pass over the lengths: each checked, for the budget too, and the digest taken.
+            self.tokens_view = _core.token_table(
+                self.tokens, self.budget, self.micro_batches, self.lookahead, self.alone,
                 self.pad, self.who,
             )  # fmt: skip
             self.costs_view = (

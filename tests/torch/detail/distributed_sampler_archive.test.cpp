@@ -15,6 +15,7 @@
 #include "../sampler_support.hpp"
 
 #include <bcl/torch/detail/distributed_sampler_archive.hpp>
+#include <bcl/torch/detail/distributed_token_archive.hpp>
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>

@@ -78,8 +78,8 @@ bcl::token_epoch_share<std::size_t> expected(std::size_t rank, token_padding pad
 
 std::vector<index_batch> batches_of(const distributed_token_mode& m) {
     std::vector<index_batch> out;
-    for (std::size_t i = 0; i < m.batches(); ++i) {
-        const auto b = m.batch(i);
+    for (std::size_t i = 0; i < m.batches("test"); ++i) {
+        const auto b = m.batch(i, "test");
         out.emplace_back(b.begin(), b.end());
     }
     return out;
@@ -139,7 +139,7 @@ TEST_CASE("distributed_token_mode: plans an epoch as bcl::token_epoch_planner::s
                     const bcl::token_epoch_share<std::size_t> e =
                         expected(rank, padding, given, epoch);
                     REQUIRE(batches_of(m) == batches_of(e));
-                    REQUIRE(m.batches() == e.micro_batches());
+                    REQUIRE(m.batches("test") == e.micro_batches());
                     REQUIRE(m.digest() == e.digest);
                     REQUIRE(m.planned().repeated == e.repeated);
                     REQUIRE(m.planned().padding == e.padding);
@@ -203,7 +203,7 @@ TEST_CASE("distributed_token_mode: what it saves it reads back, with the saved e
     REQUIRE(batches_of(other) == before);
     distributed_token_mode same = make(0);
     same.plan(0, who);
-    const std::size_t beyond = saver.batches() + 1;
+    const std::size_t beyond = saver.batches("test") + 1;
     REQUIRE_THROWS_WITH(loaded(same, saved(saver, {at_five, beyond, saver.digest()})),
                         Contains("bcl_position is " + std::to_string(beyond)));
     REQUIRE(batches_of(same) == epoch_zero);

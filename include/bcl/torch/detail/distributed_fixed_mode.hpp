@@ -92,6 +92,10 @@ public:
     [[nodiscard]] std::size_t batches() const noexcept {
         return keyed() ? m_pass.batches() : m_plan.batches();
     }
+    /// Whether the epoch ends after `position` batches (at batches()). O(1).
+    [[nodiscard]] bool ends_at(std::size_t position, const char* /*who*/) const noexcept {
+        return position >= batches();
+    }
     /// Its records per rank: layout().per_rank, or, keyed, the pass's. O(1).
     [[nodiscard]] std::size_t records_per_rank() const noexcept {
         return keyed() ? m_pass.windows().layout.per_rank : m_layout.per_rank;

@@ -1,15 +1,14 @@
 #pragma once
 // The archive of a bcl::torch::distributed_balanced_sampler (format
-// "bcl::torch::distributed_balanced_sampler/2", or in token mode
-// "bcl::torch::distributed_balanced_sampler/tokens/1"): the header every sampler archive starts
-// with (detail/archive_header.hpp), every setting (the order's kind only when it is not the
-// default), a digest of the cost table (and in token mode of the lengths), the batches
-// (micro-batches) handed out and the epoch's plan digest, and the seal; a keyed fixed-mode pass
-// over what a checkpoint left of its epoch adds that rest (bcl_rest_start, bcl_rest_span,
-// bcl_rest_taken); and how load() reads it back, each field checked by its type and against the
-// sampler it is loaded into before anything is kept (a keyed fixed-mode archive may come from
-// another num_replicas or rank). Needs libtorch's C++ API on the include path; without it this
-// header is empty.
+// "bcl::torch::distributed_balanced_sampler/2"; token mode's is distributed_token_archive.hpp,
+// over the parts here): the header every sampler archive starts with
+// (detail/archive_header.hpp), every setting (the order's kind only when it is not the default),
+// a digest of the cost table, the batches handed out and the epoch's plan digest, and the seal;
+// a keyed pass over what a checkpoint left of its epoch adds that rest (bcl_rest_start,
+// bcl_rest_span, bcl_rest_taken); and how load() reads it back, each field checked by its type
+// and against the sampler it is loaded into before anything is kept (a keyed archive may come
+// from another num_replicas or rank). Needs libtorch's C++ API on the include path; without it
+// this header is empty.
 
 #include <bcl/detail/config.hpp>
 
@@ -111,6 +110,23 @@ void check_settings(archive_reader& in, const std::array<distributed_setting, Co
                 (key == "bcl_costs"     ? " (the cost table differs from the saved run's)"
                  : key == "bcl_lengths" ? " (the lengths differ from the saved run's)"
                                         : ""));
+    }
+}
+
+/// Reads each setting of `settings` as check_settings does, but, when `resizable` (a keyed
+/// sampler, whose archives may come from another world size), bcl_num_replicas and bcl_rank,
+/// which are read into `ranks` and `rank` instead, for the caller to check.
+template <std::size_t Count>
+void read_settings(archive_reader& in, const std::array<distributed_setting, Count>& settings,
+                   bool resizable, std::uint64_t& ranks, std::uint64_t& rank) {
+    for (const distributed_setting& s : settings) {
+        const std::string key = s.key;
+        if (resizable && key == "bcl_num_replicas")
+            ranks = std::bit_cast<std::uint64_t>(in.int64(key));
+        else if (resizable && key == "bcl_rank")
+            rank = std::bit_cast<std::uint64_t>(in.int64(key));
+        else
+            check_settings(in, std::array<distributed_setting, 1>{s});
     }
 }
 
@@ -293,15 +309,7 @@ template <class Check>
     at.cursor = read_header(in, distributed_sampler_format);
     std::uint64_t ranks = id.settings.num_replicas;
     std::uint64_t rank = id.settings.rank;
-    for (const distributed_setting& s : distributed_settings(id)) {
-        const std::string key = s.key;
-        if (resizable && key == "bcl_num_replicas")
-            ranks = std::bit_cast<std::uint64_t>(in.int64(key));
-        else if (resizable && key == "bcl_rank")
-            rank = std::bit_cast<std::uint64_t>(in.int64(key));
-        else
-            check_settings(in, std::array<distributed_setting, 1>{s});
-    }
+    read_settings(in, distributed_settings(id), resizable, ranks, rank);
     if (resizable) {
         // Any number of ranks this sampler's batch size and lookahead can plan for, any rank.
         bcl::epoch_shape saved{.ranks = static_cast<std::size_t>(ranks),
@@ -356,92 +364,6 @@ read_distributed_archive(archive_reader& in, const distributed_identity& id, Pla
         [&](std::size_t epoch, std::size_t, std::size_t, const std::optional<bcl::epoch_rest>&) {
             return distributed_plan_check{plan(epoch), id.batches};
         });
-}
-
-/// What load() checks an archive's position against: the plan of the saved epoch.
-struct token_epoch_check {
-    std::uint64_t digest = 0;      // bcl::token_epoch_share::digest
-    std::size_t micro_batches = 0; // this rank's in the epoch
-};
-
-/// A digest of a table of lengths, bit for bit: equal tables, equal digests, on every platform.
-/// O(N), noexcept.
-[[nodiscard]] inline std::uint64_t
-length_table_digest(std::span<const std::uint64_t> lengths) noexcept {
-    std::uint64_t h = bcl::detail::splitmix64(lengths.size() ^ 0x6c656e67746873ULL).next();
-    for (const std::uint64_t l : lengths) h = bcl::detail::splitmix64(h ^ l).next();
-    return h;
-}
-
-/// The settings of `id` saved one field each.
-[[nodiscard]] inline std::array<distributed_setting, 14>
-distributed_token_settings(const distributed_identity& id) noexcept {
-    const distributed_sampler_options& s = id.settings;
-    return {{{"bcl_dataset_size", "dataset size", id.dataset_size},
-             {"bcl_num_replicas", "num_replicas", s.num_replicas},
-             {"bcl_rank", "rank", s.rank},
-             {"bcl_lookahead", "lookahead", s.lookahead},
-             {"bcl_shuffle", "shuffle", s.shuffle ? 1U : 0U},
-             {"bcl_seed", "seed", s.seed},
-             {"bcl_max_tokens", "max_tokens", s.max_tokens},
-             {"bcl_micro_batches", "micro_batches", s.micro_batches},
-             {"bcl_multiple_of", "multiple_of", s.multiple_of},
-             {"bcl_oversized_alone", "oversized_alone", s.oversized_alone ? 1U : 0U},
-             {"bcl_pad_to_multiple_of", "pad_to_multiple_of", s.pad_to_multiple_of},
-             {"bcl_padding", "padding", static_cast<std::uint64_t>(s.padding)},
-             {"bcl_lengths", "lengths' digest", id.lengths_digest},
-             {"bcl_costs", "cost table's digest", id.costs_digest}}};
-}
-
-/// Writes a token-mode archive: the header (distributed_token_format, `at.cursor`), every
-/// setting of `id` (bcl_dataset_size ... bcl_padding, bcl_lengths, bcl_costs, bcl_order when
-/// keyed), the position (the micro-batches handed out), the plan digest (no value if the epoch
-/// is not planned), and the seal. O(1).
-inline void write_distributed_token_archive(::torch::serialize::OutputArchive& archive,
-                                            const distributed_identity& id,
-                                            const distributed_position& at) {
-    archive_writer out(archive);
-    const auto one = [](std::uint64_t v) {
-        return std::array<std::int64_t, 1>{std::bit_cast<std::int64_t>(v)};
-    };
-    write_header(out, distributed_token_format, at.cursor);
-    for (const distributed_setting& s : distributed_token_settings(id))
-        out.int64s(s.key, one(s.value));
-    write_order(out, id.settings);
-    write_position(out, at);
-}
-
-/// Reads back what write_distributed_token_archive wrote and checks every field: the header
-/// (read_header: the format, so that a fixed-mode archive is refused by name, the epoch
-/// cursor); each setting and the order's kind (check_saved_order) against `id`, bit for bit (the
-/// message names the field and both values); the position (0 or more, and 0 unless the epoch
-/// started); the plan digest (none or one, there once the epoch started); if there is one,
-/// `plan(epoch)` (this sampler's plan of the epoch under way, a token_epoch_check) must have that
-/// digest and at least the position's micro-batches; and last the seal. Throws bcl::error naming
-/// the field otherwise. O(1) plus `plan`.
-template <class Plan>
-[[nodiscard]] distributed_position
-read_distributed_token_archive(archive_reader& in, const distributed_identity& id, Plan&& plan) {
-    distributed_position at;
-    at.cursor = read_header(in, distributed_token_format);
-    check_settings(in, distributed_token_settings(id));
-    check_saved_order(in, id.settings);
-    read_position(in, at, "micro-batches", std::nullopt);
-    if (at.plan_digest) {
-        const std::size_t epoch = at.cursor.current();
-        const token_epoch_check planned = plan(epoch);
-        if (*at.plan_digest != planned.digest)
-            in.fail("bcl_plan_digest does not match this sampler's plan of epoch " +
-                    std::to_string(epoch) + " (bcl_epoch): the lengths, the costs, the " +
-                    "settings or the planner differ from the saved run's, and its micro-batches "
-                    "would not continue the saved epoch's");
-        if (at.position > planned.micro_batches)
-            in.fail("bcl_position is " + std::to_string(at.position) +
-                    ", outside the epoch's 0 to " + std::to_string(planned.micro_batches) +
-                    " micro-batches");
-    }
-    check_seal(in);
-    return at;
 }
 
 } // namespace bcl::torch::detail

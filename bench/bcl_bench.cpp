@@ -21,6 +21,12 @@
 //                                       one held batch of 2^20 Mooncake or heavy-tailed records
 //                                       (T = 131072), beside baseline/sort/N:1048576/src:<src>
 //                                       (bcl::token_epoch_planner, K = 8 steps of M = 2)
+//   stage_plan/held/R:<R>/D:<D>         one bcl::held_stage_planner plan of a held batch of R*16
+//                                       vision-language records (R = 8, 64): D = 2 (the
+//                                       encoder's and the language model's costs) or D = 1 (their
+//                                       sum: bcl::held_batch_planner's plan), beside
+//                                       baseline/sort/stages/R:<R>/D:2, std::sort of the summed
+//                                       costs of the same records
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
 //                                       and real workloads (bench/workloads), for the table in
 //                                       docs/partitioners.md
@@ -54,6 +60,7 @@
 #include <bcl/partition/lpt.hpp>
 #include <bcl/partition/snake.hpp>
 #include <bcl/partition/swap_refinement.hpp>
+#include <bcl/stage_plan.hpp>
 #include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
 
@@ -820,10 +827,94 @@ void register_all() {
     }
 }
 
+/// The records of the stage rows: held batches of R*16 records of a vision-language mix (30%
+/// text only, 55% one image of lognormal patch count, median 1000, 15% several, median 4000), the
+/// encoder costing 0.09 * (P + P^2/8192) for P patches and the language model T + T^2/24576 for
+/// T = text + P/4 tokens, the text lognormal(6, 0.9); as bench/python/bench_stages.py draws them.
+std::vector<std::vector<double>> stage_windows(std::size_t records, std::size_t windows) {
+    std::mt19937_64 rng(17);
+    std::lognormal_distribution<double> text(6.0, 0.9);
+    std::lognormal_distribution<double> one(std::log(1000.0), 0.8);
+    std::lognormal_distribution<double> many(std::log(4000.0), 0.9);
+    std::uniform_real_distribution<double> kind(0.0, 1.0);
+    std::vector<std::vector<double>> out(windows, std::vector<double>(2 * records));
+    for (std::vector<double>& w : out)
+        for (std::size_t i = 0; i < records; ++i) {
+            const double u = kind(rng);
+            const double p = u < 0.3    ? 0.0
+                             : u < 0.85 ? std::clamp(one(rng), 64.0, 16384.0)
+                                        : std::clamp(many(rng), 256.0, 32768.0);
+            const double t = text(rng) + p / 4.0;
+            w[2 * i] = 0.09 * (p + p * p / 8192.0);
+            w[2 * i + 1] = t + t * t / 24576.0;
+        }
+    return out;
+}
+
+/// stage_plan/held/R:<R>/D:<D>: one bcl::held_stage_planner::plan per iteration on a held batch
+/// of R*16 vision-language records, B = 16 (one micro-step), with their two stage costs (D = 2)
+/// or their sums (D = 1, bcl::held_batch_planner's plan); baseline/sort/stages/R:<R>/D:2 with
+/// sort_only, std::sort of the summed costs. Counters as above, plus plan_efficiency (the plan's
+/// own, per stage: total / (R * objective)).
+void stage_plan_benchmark(benchmark::State& state, bool sort_only) {
+    const auto ranks = static_cast<std::size_t>(state.range(0));
+    const auto stages = static_cast<std::size_t>(state.range(1));
+    const std::size_t records = ranks * 16;
+    std::vector<std::vector<double>> windows = stage_windows(records, 64);
+    if (stages == 1)
+        for (std::vector<double>& w : windows) {
+            for (std::size_t i = 0; i < records; ++i) w[i] = w[2 * i] + w[2 * i + 1];
+            w.resize(records);
+        }
+    bcl::held_stage_planner planner;
+    std::vector<bcl::plan_slot> out(records);
+    std::vector<double> sorted(records);
+    double efficiency_sum = 0.0;
+    const auto run = [&](std::size_t w) {
+        if (sort_only) {
+            for (std::size_t i = 0; i < records; ++i)
+                sorted[i] = windows[w][stages * i] + (stages > 1 ? windows[w][stages * i + 1] : 0);
+            std::sort(sorted.begin(), sorted.end());
+            return;
+        }
+        efficiency_sum += planner.plan(windows[w], stages, ranks, 16, {}, out).efficiency();
+    };
+    for (std::size_t v = 0; v < windows.size(); ++v) run(v);
+    efficiency_sum = 0.0;
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        run(w);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::DoNotOptimize(sorted.data());
+        ++runs;
+        if (++w == windows.size()) w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, records, 0.0, runs, allocations);
+    if (!sort_only)
+        state.counters["plan_efficiency"] =
+            efficiency_sum / static_cast<double>(runs > 0 ? runs : 1);
+}
+
+void register_stage_plans() {
+    for (const std::int64_t r : {8, 64}) {
+        benchmark::RegisterBenchmark("baseline/sort/stages", stage_plan_benchmark, true)
+            ->ArgNames({"R", "D"})
+            ->Args({r, 2});
+        for (const std::int64_t d : {1, 2})
+            benchmark::RegisterBenchmark("stage_plan/held", stage_plan_benchmark, false)
+                ->ArgNames({"R", "D"})
+                ->Args({r, d});
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     register_all();
+    register_stage_plans();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -15,7 +15,7 @@ LAYERS = [
     ("vocabulary", [r"bcl/(error|version|record|cost_estimator|cost_check|record_model|"
                     r"calibrated_cost|statistics|options)\.hpp", r"bcl/detail/[a-z_]+\.hpp"]),
     ("partitioners", [r"bcl/partition/"]),
-    ("policies", [r"bcl/detail/(rounds|caps|plan|tokens)/"]),
+    ("policies", [r"bcl/detail/(rounds|caps|plan|tokens|stages)/"]),
     ("checks", [r"bcl/validate\.hpp"]),
     ("components", [r"bcl/detail/(intake|split|emission|calibration)/"]),
     ("state", [r"bcl/detail/state/"]),

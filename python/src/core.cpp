@@ -22,6 +22,7 @@
 #include <bcl/held_batch.hpp>
 #include <bcl/keyed_order.hpp>
 #include <bcl/names.hpp>
+#include <bcl/stage_plan.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -185,6 +186,24 @@ void bind_part_field(Class& cls, const char* name, Field field, Part bcl::option
 }
 
 } // namespace bcl_python
+
+namespace {
+
+/// A held plan's slots as each rank's micro-batches: a list (by rank) of lists (by micro-step,
+/// in step order) of indices (in input order).
+py::list rank_lists(std::span<const bcl::plan_slot> slots, std::size_t ranks) {
+    std::size_t steps = 0;
+    for (const bcl::plan_slot& s : slots) steps = std::max<std::size_t>(steps, s.step + 1);
+    std::vector<std::vector<std::vector<std::int64_t>>> out(
+        ranks, std::vector<std::vector<std::int64_t>>(steps));
+    for (std::size_t i = 0; i < slots.size(); ++i)
+        out[slots[i].rank][slots[i].step].push_back(static_cast<std::int64_t>(i));
+    py::list result;
+    for (const auto& rank : out) result.append(py::cast(rank));
+    return result;
+}
+
+} // namespace
 
 PYBIND11_MODULE(_core, m) {
     using namespace bcl_python;
@@ -385,21 +404,47 @@ PYBIND11_MODULE(_core, m) {
                 (void)planner.plan(std::span<const double>(costs.data(), n), ranks, batch, opt,
                                    slots, "bcl.plan_batches");
             }
-            // Each rank's micro-batches in step order, each micro-batch in input order.
-            std::size_t steps = 0;
-            for (const bcl::plan_slot& s : slots) steps = std::max<std::size_t>(steps, s.step + 1);
-            std::vector<std::vector<std::vector<std::int64_t>>> out(
-                ranks, std::vector<std::vector<std::int64_t>>(steps));
-            for (std::size_t i = 0; i < n; ++i)
-                out[slots[i].rank][slots[i].step].push_back(static_cast<std::int64_t>(i));
-            py::list result;
-            for (const auto& rank : out) result.append(py::cast(rank));
-            return result;
+            return rank_lists(slots, ranks);
         },
         py::arg("costs"), py::arg("ranks"), py::arg("batch"), py::arg("batching"), py::arg("cap"),
         py::arg("level_steps"),
         "bcl.plan_batches: each rank's micro-batches of one held global batch "
         "(bcl::held_batch_planner).");
+    m.attr("max_plan_stages") = bcl::max_plan_stages;
+    m.def(
+        "plan_stage_batch",
+        [](const py::array_t<double, py::array::c_style | py::array::forcecast>& costs,
+           std::size_t ranks, std::size_t batch, bcl::batch_cost batching, bool level_steps) {
+            if (costs.ndim() != 2)
+                throw bcl::error("bcl.plan_batches: stage costs must be a table of shape (N, D)");
+            const auto n = static_cast<std::size_t>(costs.shape(0));
+            const auto d = static_cast<std::size_t>(costs.shape(1));
+            bcl::plan_options opt;
+            opt.batching = batching;
+            opt.level_steps = level_steps;
+            std::vector<bcl::plan_slot> slots(n);
+            bcl::stage_plan_summary s;
+            {
+                py::gil_scoped_release unlocked;
+                bcl::held_stage_planner planner;
+                s = planner.plan(std::span<const double>(costs.data(), n * d), d, ranks, batch, opt,
+                                 slots, "bcl.plan_batches");
+            }
+            py::dict summary;
+            summary["stages"] = s.stages;
+            summary["micro_steps"] = s.micro_steps;
+            summary["total"] = s.total;
+            summary["objective"] = s.objective;
+            summary["summed_objective"] = s.summed_objective;
+            summary["lower_bound"] = s.lower_bound;
+            summary["steps_restaged"] = s.steps_restaged;
+            summary["efficiency"] = s.efficiency();
+            return py::make_tuple(rank_lists(slots, ranks), summary);
+        },
+        py::arg("costs"), py::arg("ranks"), py::arg("batch"), py::arg("batching"),
+        py::arg("level_steps"),
+        "bcl.plan_batches with a table of stage costs: (each rank's micro-batches, the summary) "
+        "(bcl::held_stage_planner).");
     define_token_plans(m);
     define_token_windows(m);
     define_epoch<index_cost>(

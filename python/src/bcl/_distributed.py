@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _core
 from . import _inputs as inputs
+from . import _stages
 from ._core import Error
 from ._fixed import FixedShape
 from ._protocol import StatefulBatchSampler
@@ -520,7 +521,7 @@ class DistributedBalancedBatchSampler(StatefulBatchSampler):
 
 def plan_batches(
     costs: Any, num_ranks: int, batch_size: int, *, batching: str = "packed",
-    level_steps: bool = True, cap: Union[None, float, str] = None,
+    level_steps: bool = True, cap: Union[None, float, str] = None, sync: str = "stage",
 ) -> list[list[list[int]]]:  # fmt: skip
     """For a trainer that holds a global batch (RL rollouts): each rank's micro-batches.
 
@@ -531,8 +532,36 @@ def plan_batches(
     same batch). ``cap`` as the samplers spell it (a quantile is the held batch's own). Returns
     ``out[rank][j]``, a list of indices into ``costs``; every index appears once. bcl.Error for
     num_ranks or batch_size of 0, a batch that is not a multiple of num_ranks, or a bad cost.
+
+    ``costs`` may also be a table of shape (N, D): each record's cost in each of D stages that
+    synchronise separately (a vision encoder and a language model under FSDP or ZeRO-3, where a
+    micro-step lasts the sum over stages of the slowest rank in that stage; D at most
+    ``bcl._core.max_plan_stages``). The batch is planned on the summed costs, then each
+    micro-step's records are shared among the ranks stage by stage (bcl::held_stage_planner;
+    never worse by that measure than the summed plan), and the result is a list that also
+    carries ``.summary`` (docs/stages.md). ``sync="step"`` says the stages meet once a
+    micro-step (plain DDP, one gradient bucket): the summed cost is then what counts, and the
+    plan is that of the summed costs. A table of one column plans as a 1-d one. Stage costs take
+    neither ``cap`` nor ``batching="padded"``; bad values are errors naming the record and the
+    stage.
     """
-    table = inputs.real_array("costs", costs)
+    if sync not in ("stage", "step"):
+        raise Error(f"bcl.plan_batches: sync must be 'stage' or 'step' (got {sync!r})")
+    stages = _stages.stage_costs("costs", costs)
+    if stages is not None and sync == "step":
+        stages = stages.sum(axis=1, keepdims=True)
+    if stages is not None and stages.shape[1] > 1:
+        for name, value, default in (("cap", cap, None), ("batching", batching, "packed")):
+            if _departs(value, default):
+                raise Error(
+                    f"bcl.plan_batches: {name}={value!r} is for one cost a record; stage costs "
+                    "are planned packed, each stage at its own cost (leave it out)"
+                )
+        return _stages.plan_stage_batches(
+            stages, inputs.whole("num_ranks", num_ranks), inputs.whole("batch_size", batch_size),
+            _core.batch_cost.packed, inputs.flag("level_steps", level_steps),
+        )  # fmt: skip
+    table = inputs.real_array("costs", costs if stages is None else stages[:, 0])
     r = inputs.whole("num_ranks", num_ranks)
     b = inputs.whole("batch_size", batch_size)
     mode = inputs.enum_value(_core.batch_cost, "batching", batching)

@@ -425,3 +425,9 @@ def strict_indices(source: Any, what: str) -> np.ndarray:
             raise Error(f"{what} gave a tensor of {source.dtype}; dataset indices must be integers")
         source = source.detach().cpu().numpy()
     return _core.strict_indices(source, what)
+
+
+# The readers the package's other modules share (_stages).
+is_tensor = _is_tensor
+tensor_values = _tensor_values
+array_like = _array_like

@@ -1,0 +1,121 @@
+"""bcl.plan_batches with stage costs against one-number plans, on the same vision-language records.
+
+A vision-language model runs two stages a step: the vision encoder over each image's patches,
+then the language model over the text and the image tokens. Under FSDP or ZeRO-3 the ranks meet
+at every layer's all-gather, so a micro-step lasts, stage by stage, as long as the slowest rank in
+that stage: the sum over stages of the slowest rank ("per stage"), which is what the stage plan
+balances. With one meeting a micro-step ("per step") the slowest rank's summed cost counts.
+
+The records (synthetic, by these terms): each record's text is a length drawn from a bundled
+workload (default ShareGPT); 30% of records are text only, 55% hold one image of lognormal patch
+count (median 1000, sigma 0.8, clipped to [64, 16384]) and 15% several images or a video (median
+4000, sigma 0.9, clipped to [256, 32768]). The encoder costs 0.09 * (P + P^2 / 8192) for P
+patches; the language model T + T^2 / 24576 for T = text + P / 4 tokens. A held batch is R * B
+records (one micro-step of B records on each of R ranks), as the design card's prototype runs it.
+
+Policies, on the same records:
+  none            the batch as it came: rank r takes records r*B .. r*B+B-1;
+  verl KK, LM     verl's balance_batch on the language model's workload alone (what verl and
+                  NeMo-RL balance: the sequence's tokens; Karmarkar-Karp into equal groups, as
+                  bench_plan_batches.py models it), each rank its group;
+  bcl, LM         bcl.plan_batches on the language model's cost alone;
+  bcl, summed     bcl.plan_batches on each record's summed cost (one number a record);
+  bcl, stages     bcl.plan_batches on the (N, 2) table of stage costs;
+  bound           the sum over stages of max(mean rank load, dearest record): no plan does better.
+Each figure is the efficiency: the mean rank's load over the slowest rank's, summed over the
+held batches (per stage: summed over stages too), the mean over the seeds.
+
+    build-python/venv/bin/python bench/python/bench_stages.py
+    build-python/venv/bin/python bench/python/bench_stages.py --ranks 8 --batches 50 --seeds 1
+"""
+
+import argparse
+import pathlib
+import shlex
+import sys
+
+import numpy as np
+
+import bcl
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_plan_batches import karmarkar_karp_equal  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+POLICIES = ("none", "verl KK, LM", "bcl, LM", "bcl, summed", "bcl, stages")
+
+
+def records(text_lengths, n, rng):
+    """n records' (encoder, language model) costs, by the terms above."""
+    text = rng.choice(text_lengths, size=n).astype(float)
+    kind = rng.random(n)
+    one = np.clip(rng.lognormal(np.log(1000), 0.8, n), 64, 16384)
+    many = np.clip(rng.lognormal(np.log(4000), 0.9, n), 256, 32768)
+    patches = np.where(kind < 0.30, 0.0, np.where(kind < 0.85, one, many))
+    tokens = text + patches / 4
+    return np.stack([0.09 * (patches + patches**2 / 8192), tokens + tokens**2 / 24576], axis=1)
+
+
+def groups_of(policy, costs, ranks, batch):
+    """Each rank's records of one held batch (one micro-step) under `policy`."""
+    n = len(costs)
+    if policy == "none":
+        return [list(range(r * batch, (r + 1) * batch)) for r in range(ranks)]
+    if policy == "verl KK, LM":
+        return karmarkar_karp_equal(list(costs[:, 1] * 24576), ranks)
+    table = {"bcl, LM": costs[:, 1], "bcl, summed": costs.sum(axis=1), "bcl, stages": costs}
+    plan = bcl.plan_batches(table[policy], ranks, batch)
+    assert all(len(r) == 1 for r in plan) and sum(len(r[0]) for r in plan) == n
+    return [r[0] for r in plan]
+
+
+def loads(costs, groups):
+    """Each rank's load in each stage: an R x D array."""
+    return np.array([costs[g].sum(axis=0) for g in groups])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--micro-batch", type=int, default=16, help="B")
+    parser.add_argument("--batches", type=int, default=100, help="held batches per seed")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument(
+        "--text", default="sharegpt_8k_filtered_llama2_total_tokens.txt",
+        help="the bundled workload of text lengths (bench/workloads/)",
+    )  # fmt: skip
+    args = parser.parse_args()
+    text_lengths = np.loadtxt(ROOT / "bench" / "workloads" / args.text)
+    b = args.micro_batch
+    print(f"<!-- python {' '.join(shlex.quote(a) for a in sys.argv)} -->")
+    print(f"<!-- B = {b}, {args.batches} held batches of R * B records per seed, seeds "
+          f"{args.seeds}; text from {args.text} -->")  # fmt: skip
+    print("| R | policy | per stage | vision encoder | language model | per step |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for ranks in args.ranks:
+        rows = {p: [] for p in POLICIES + ("bound",)}
+        for seed in args.seeds:
+            rng = np.random.default_rng(seed)
+            sums = {p: np.zeros(4) for p in rows}  # mean, slowest per stage; per-step mean, max
+            per_stage = {p: np.zeros((2, 2)) for p in rows}
+            for _ in range(args.batches):
+                costs = records(text_lengths, ranks * b, rng)
+                mean = costs.sum(axis=0) / ranks
+                for p in POLICIES:
+                    lo = loads(costs, groups_of(p, costs, ranks, b))
+                    sums[p] += [mean.sum(), lo.max(axis=0).sum(), mean.sum(), lo.sum(axis=1).max()]
+                    per_stage[p] += np.stack([mean, lo.max(axis=0)], axis=1)
+                bound = np.maximum(mean, costs.max(axis=0))
+                sums["bound"] += [mean.sum(), bound.sum(), mean.sum(),
+                                  max(mean.sum(), costs.sum(axis=1).max())]  # fmt: skip
+                per_stage["bound"] += np.stack([mean, bound], axis=1)
+            for p in rows:
+                s, st = sums[p], per_stage[p]
+                rows[p].append([s[0] / s[1], st[0, 0] / st[0, 1], st[1, 0] / st[1, 1], s[2] / s[3]])
+        for p, values in rows.items():
+            m = np.mean(values, axis=0)
+            print(f"| {ranks} | {p} | {m[0]:.4f} | {m[1]:.4f} | {m[2]:.4f} | {m[3]:.4f} |")
+
+
+if __name__ == "__main__":
+    main()

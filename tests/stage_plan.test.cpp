@@ -1,0 +1,183 @@
+// bcl::held_stage_planner (stage_plan.hpp), as a specification: a held batch of records with D
+// stage costs is planned as the summed costs are (the same micro-steps, every rank m = n / R
+// records, B a micro-step but the last, every record once), each micro-step's records then shared
+// among the ranks by stage; the sum over micro-steps and stages of the slowest rank never rises
+// above the summed plan's and never falls below the bound; with D = 1 the plan is
+// bcl::held_batch_planner's, unchanged; on a vision-language mix it gains what one-number plans
+// leave; bad input is an error naming the record and the stage, and changes nothing.
+
+#include "support/distributions.hpp"
+
+#include <bcl/error.hpp>
+#include <bcl/global_plan.hpp>
+#include <bcl/held_batch.hpp>
+#include <bcl/stage_plan.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using Catch::Matchers::Contains;
+
+// n records of d stages, each stage's costs from one of the test distributions (adversarial ones
+// among them: all equal, zeros, one giant outlier, huge finite values, sorted).
+std::vector<double> stage_costs(std::size_t n, std::size_t d, std::uint64_t seed) {
+    std::vector<double> out(n * d);
+    for (std::size_t s = 0; s < d; ++s) {
+        const std::vector<double> column = bcl_test::costs_of_seed(n, seed * 5 + s);
+        for (std::size_t i = 0; i < n; ++i) out[i * d + s] = column[i];
+    }
+    return out;
+}
+
+// A vision-language mix: 30% text only, 55% one image, 15% several; the encoder's cost in its
+// patches, the language model's in the text and the image tokens.
+std::vector<double> vision_language(std::size_t n, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::lognormal_distribution<double> text(6.0, 0.9), one(std::log(1000.0), 0.8),
+        many(std::log(4000.0), 0.9);
+    std::uniform_real_distribution<double> kind(0.0, 1.0);
+    std::vector<double> out(2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double u = kind(rng);
+        const double p = u < 0.3 ? 0.0 : u < 0.85 ? one(rng) : many(rng);
+        const double t = text(rng) + p / 4.0;
+        out[2 * i] = 0.09 * (p + p * p / 8192.0);
+        out[2 * i + 1] = t + t * t / 24576.0;
+    }
+    return out;
+}
+
+double stage_objective(const std::vector<double>& costs, std::size_t d,
+                       const std::vector<bcl::plan_slot>& slots, std::size_t ranks,
+                       std::size_t steps) {
+    double sum = 0.0;
+    for (std::size_t step = 0; step < steps; ++step)
+        for (std::size_t s = 0; s < d; ++s) {
+            std::vector<double> load(ranks, 0.0);
+            for (std::size_t i = 0; i < slots.size(); ++i)
+                if (slots[i].step == step) load[slots[i].rank] += costs[i * d + s];
+            sum += *std::max_element(load.begin(), load.end());
+        }
+    return sum;
+}
+
+} // namespace
+
+TEST_CASE("stage plan: the summed plan's micro-steps, B records a rank each but the last, every "
+          "record once, the objective between the bound and the summed plan's, the same plan "
+          "twice",
+          "[stage_plan]") {
+    bcl::held_stage_planner planner;
+    for (std::uint64_t seed = 1; seed <= 30; ++seed)
+        for (const std::size_t d : {std::size_t{2}, std::size_t{3}, std::size_t{4}}) {
+            const std::size_t ranks = 1 + seed % 6;
+            const std::size_t batch = 1 + seed % 5;
+            const std::size_t n = ranks * (1 + seed * 3 % 23);
+            const std::vector<double> costs = stage_costs(n, d, seed);
+            CAPTURE(seed, d, ranks, batch, n);
+            std::vector<bcl::plan_slot> slots(n);
+            const bcl::stage_plan_summary s = planner.plan(costs, d, ranks, batch, {}, slots);
+            // The summed plan, for its micro-steps.
+            std::vector<double> summed(n, 0.0);
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t k = 0; k < d; ++k) summed[i] += costs[i * d + k];
+            bcl::held_batch_planner held;
+            std::vector<bcl::plan_slot> flat(n);
+            (void)held.plan(summed, ranks, batch, {}, flat);
+            const std::size_t m = n / ranks;
+            REQUIRE(s.micro_steps == (m + batch - 1) / batch);
+            std::vector<std::vector<std::size_t>> cells(s.micro_steps,
+                                                        std::vector<std::size_t>(ranks, 0));
+            for (std::size_t i = 0; i < n; ++i) {
+                REQUIRE(slots[i].step == flat[i].step);
+                ++cells[slots[i].step][slots[i].rank];
+            }
+            for (std::size_t step = 0; step < s.micro_steps; ++step)
+                for (std::size_t r = 0; r < ranks; ++r)
+                    REQUIRE(cells[step][r] ==
+                            (step + 1 < s.micro_steps ? batch : m - batch * (s.micro_steps - 1)));
+            const double objective = stage_objective(costs, d, slots, ranks, s.micro_steps);
+            const double before = stage_objective(costs, d, flat, ranks, s.micro_steps);
+            const double tolerance = 1e-6 * std::max(1.0, before);
+            REQUIRE(s.objective == Approx(objective).epsilon(1e-6).margin(1e-300));
+            REQUIRE(objective <= before + tolerance);
+            REQUIRE(s.summed_objective == Approx(before).epsilon(1e-6).margin(1e-300));
+            REQUIRE(s.lower_bound <= s.objective * (1 + 1e-6) + 1e-300);
+            std::vector<bcl::plan_slot> again(n);
+            (void)planner.plan(costs, d, ranks, batch, {}, again);
+            REQUIRE(again == slots);
+        }
+}
+
+TEST_CASE("stage plan: with one stage the plan is bcl::held_batch_planner's, unchanged",
+          "[stage_plan]") {
+    bcl::held_stage_planner planner;
+    bcl::held_batch_planner held;
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+        const std::size_t ranks = 1 + seed % 7;
+        const std::size_t n = ranks * (1 + seed % 31);
+        const std::vector<double> costs = bcl_test::costs_of_seed(n, seed);
+        std::vector<bcl::plan_slot> mine(n), theirs(n);
+        const bcl::stage_plan_summary s = planner.plan(costs, 1, ranks, 4, {}, mine);
+        (void)held.plan(costs, ranks, 4, {}, theirs);
+        CAPTURE(seed, ranks, n);
+        REQUIRE(mine == theirs);
+        REQUIRE(s.steps_restaged == 0);
+    }
+}
+
+TEST_CASE("stage plan: on a vision-language mix at R=8, B=16 it gains what the summed plan "
+          "leaves, close to the bound",
+          "[stage_plan]") {
+    bcl::held_stage_planner planner;
+    double total = 0.0, objective = 0.0, summed = 0.0, bound = 0.0;
+    for (std::uint64_t step = 0; step < 60; ++step) {
+        const std::vector<double> costs = vision_language(128, step + 1);
+        std::vector<bcl::plan_slot> slots(128);
+        const bcl::stage_plan_summary s = planner.plan(costs, 2, 8, 16, {}, slots);
+        total += s.total;
+        objective += s.objective;
+        summed += s.summed_objective;
+        bound += s.lower_bound;
+    }
+    const double stages = total / 8 / objective;
+    const double flat = total / 8 / summed;
+    const double best = total / 8 / bound;
+    CAPTURE(stages, flat, best);
+    REQUIRE(stages >= flat + 0.03);
+    REQUIRE(stages >= best - 0.02);
+}
+
+TEST_CASE("stage plan: a shape of no stages or too many, costs not whole rows, a bad cost and a "
+          "plan of another size are errors naming them; the plan is unchanged",
+          "[stage_plan]") {
+    bcl::held_stage_planner planner;
+    std::vector<double> costs = stage_costs(8, 2, 3);
+    const std::vector<bcl::plan_slot> untouched(8, bcl::plan_slot{7, 7});
+    std::vector<bcl::plan_slot> slots = untouched;
+    REQUIRE_THROWS_WITH(planner.plan(costs, 0, 2, 2, {}, slots), Contains("0 stages"));
+    REQUIRE_THROWS_WITH(planner.plan(costs, bcl::max_plan_stages + 1, 2, 2, {}, slots),
+                        Contains("a record has 1 to 16"));
+    REQUIRE_THROWS_WITH(planner.plan(std::span<const double>(costs).first(15), 2, 2, 2, {}, slots),
+                        Contains("15 costs are not rows of 2 stages"));
+    for (const double bad : {std::numeric_limits<double>::quiet_NaN(), -1.0,
+                             std::numeric_limits<double>::infinity()}) {
+        std::vector<double> broken = costs;
+        broken[5] = bad; // record 2, stage 1
+        REQUIRE_THROWS_WITH(planner.plan(broken, 2, 2, 2, {}, slots),
+                            Contains("record 2's cost of stage 1 is"));
+    }
+    std::vector<bcl::plan_slot> short_plan(7);
+    REQUIRE_THROWS_WITH(planner.plan(costs, 2, 2, 2, {}, short_plan), Contains("7 slots for 8"));
+    REQUIRE_THROWS_AS(planner.plan(costs, 2, 3, 2, {}, slots), bcl::error); // 8 not a multiple
+    REQUIRE(slots == untouched);
+}

@@ -183,36 +183,70 @@ TEST_CASE("keyed token pass: its count comes from a walk that keeps no micro-bat
     REQUIRE(pass_batches(pass, t) == expected);
 }
 
+TEST_CASE("keyed token pass: an epoch padded by repetition repeats the epoch's first records, "
+          "so that a pass over point(p)'s rest ends as the pass it continues",
+          "[keyed_token_epoch]") {
+    // 97 records of T tokens on 4 ranks: each alone in a micro-batch, 3 repeated to fill.
+    const token_case c{97, 4, 300, 1, 3, 1};
+    const tables t{std::vector<std::uint64_t>(c.n, c.max_tokens), {}};
+    const bcl::token_epoch_shape shape = shape_of(c, false, true);
+    bcl::keyed_token_pass<> pass;
+    pass.start(6, 0, true, shape, 1, false, 2, bcl::epoch_rest(c.n));
+    const micro_list all = pass_batches(pass, t);
+    REQUIRE(pass.planned().repeated == 3);
+    const bcl::keyed_order order(c.n, 6, 0);
+    for (std::size_t p = 0; p < all.size(); ++p) {
+        CAPTURE(p);
+        const bcl::token_pass_point at = pass.point(p, t.tokens_of(), t.cost_of());
+        bcl::keyed_token_pass<> resumed;
+        resumed.start(6, 0, true, shape, 1, false, 2, at.rest);
+        REQUIRE(pass_batches(resumed, t, at.position) ==
+                micro_list(all.begin() + static_cast<std::ptrdiff_t>(p), all.end()));
+        REQUIRE(resumed.planned().repeated == 3);
+    }
+    // The repeated ones are the epoch's first: every rank's micro-batches over the epoch hold
+    // order positions 0, 1 and 2 twice.
+    std::vector<int> seen(c.n, 0);
+    for (std::size_t r = 0; r < c.ranks; ++r) {
+        bcl::keyed_token_pass<> mine;
+        mine.start(6, 0, true, shape, r, false, 2, bcl::epoch_rest(c.n));
+        for (const auto& b : pass_batches(mine, t))
+            for (const std::uint64_t i : b) ++seen[i];
+    }
+    for (std::uint64_t q = 0; q < c.n; ++q) REQUIRE(seen[order.at(q)] == (q < 3 ? 2 : 1));
+}
+
 TEST_CASE("keyed token pass: a pass at the same size over point(p)'s rest, from its position, "
-          "hands out what the first pass hands out from p, at every p",
+          "hands out what the first pass hands out from p, at every p, padding by repetition too",
           "[keyed_token_epoch]") {
     for (const token_case& c : token_cases())
-        for (const bool with_costs : {false, true}) {
-            CAPTURE(c.n, c.ranks, c.max_tokens, c.micro, c.lookahead, with_costs);
-            tables t{token_lengths(c.n, c.max_tokens, c.n), {}};
-            if (with_costs) t.costs = bcl_test::costs_of_seed(c.n, c.n + 1);
-            const bcl::token_epoch_shape shape = shape_of(c, true, false);
-            const std::size_t rank = c.ranks - 1;
-            bcl::keyed_token_pass<> pass;
-            pass.start(4, 1, true, shape, rank, with_costs, 9, bcl::epoch_rest(c.n));
-            const micro_list all = pass_batches(pass, t);
-            for (std::size_t p = 0; p <= all.size(); ++p) {
-                CAPTURE(p);
-                const bcl::token_pass_point at = pass.point(p, t.tokens_of(), t.cost_of());
-                if (p == all.size()) {
-                    REQUIRE(at.rest.size() == 0);
-                    continue;
+        for (const bool with_costs : {false, true})
+            for (const bool repeat : {false, true}) {
+                CAPTURE(c.n, c.ranks, c.max_tokens, c.micro, c.lookahead, with_costs, repeat);
+                tables t{token_lengths(c.n, c.max_tokens, c.n), {}};
+                if (with_costs) t.costs = bcl_test::costs_of_seed(c.n, c.n + 1);
+                const bcl::token_epoch_shape shape = shape_of(c, !repeat, repeat);
+                const std::size_t rank = c.ranks - 1;
+                bcl::keyed_token_pass<> pass;
+                pass.start(4, 1, true, shape, rank, with_costs, 9, bcl::epoch_rest(c.n));
+                const micro_list all = pass_batches(pass, t);
+                for (std::size_t p = 0; p <= all.size(); ++p) {
+                    CAPTURE(p);
+                    const bcl::token_pass_point at = pass.point(p, t.tokens_of(), t.cost_of());
+                    if (p == all.size()) {
+                        REQUIRE(at.rest.size() == 0);
+                        continue;
+                    }
+                    bcl::keyed_token_pass<> resumed;
+                    resumed.start(4, 1, true, shape, rank, with_costs, 9, at.rest);
+                    REQUIRE(resumed.digest() == bcl::keyed_epoch_digest(9, 1, c.ranks, at.rest));
+                    const micro_list rest = pass_batches(resumed, t, at.position);
+                    REQUIRE(rest ==
+                            micro_list(all.begin() + static_cast<std::ptrdiff_t>(p), all.end()));
                 }
-                bcl::keyed_token_pass<> resumed;
-                resumed.start(4, 1, true, shape, rank, with_costs, 9, at.rest);
-                REQUIRE(resumed.digest() == bcl::keyed_epoch_digest(9, 1, c.ranks, at.rest));
-                const micro_list rest = pass_batches(resumed, t, at.position);
-                REQUIRE(rest ==
-                        micro_list(all.begin() + static_cast<std::ptrdiff_t>(p), all.end()));
+                REQUIRE_THROWS_WITH(pass.point(all.size() + 1, t.tokens_of(), t.cost_of()),
+                                    Contains("past the pass's " + std::to_string(all.size())));
             }
-            REQUIRE_THROWS_WITH(pass.point(all.size() + 1, t.tokens_of(), t.cost_of()),
-                                Contains("past the pass's " + std::to_string(all.size())));
-        }
 }
 
 namespace {

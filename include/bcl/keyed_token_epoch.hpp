@@ -235,10 +235,14 @@ private:
             const std::uint64_t p = m_rest.position(q);
             return m_shuffle ? m_order.at(p) : p;
         };
+        // An epoch's end repeats the epoch's first records, whatever rest the pass plans, so that
+        // a pass over point(p)'s rest ends as the pass it continues does.
+        const auto repeat_of = [this](std::uint64_t k) { return m_shuffle ? m_order.at(k) : k; };
         const token_window tw = m_planner.plan_window(
-            static_cast<std::size_t>(at.first), static_cast<std::size_t>(n), index_of, tokens_of,
-            cost_of, m_with_costs, m_shape.budget, m_shape.micro_batches, m_shape.lookahead,
-            m_shape.options, who, m_shape.repeat_to_fill);
+            static_cast<std::size_t>(at.first), static_cast<std::size_t>(n), index_of, repeat_of,
+            static_cast<std::size_t>(m_rest.epoch_size()), tokens_of, cost_of, m_with_costs,
+            m_shape.budget, m_shape.micro_batches, m_shape.lookahead, m_shape.options, who,
+            m_shape.repeat_to_fill);
         const token_plan_summary& s = tw.summary;
         if (w + 1 == m_starts.size() && m_end == none) { // first walked here
             m_planned.add(m_planner.slots().first(s.records), s);

@@ -74,8 +74,9 @@ struct token_epoch_share : token_epoch_summary {
 /// summary, and whether its candidates reached the order's end (`last`: it was planned as the
 /// stream's end, and the epoch ends with it if it took every record left). Its records are the
 /// order's positions [first, first + summary.records), but for the last window of an epoch padded
-/// by repeating: there position first + i at or past the order's end n is position first + i - n,
-/// one of the order's first `repeated` records planned again.
+/// by repeating: there record i at or past the order's end n (first + i >= n) is the
+/// (first + i - n)-th record planned again, one of the first `repeated` that plan_window's
+/// `repeat_of` names (the order's own first records, for an epoch planned whole).
 struct token_window {
     token_plan_summary summary;
     bool last = false;
@@ -85,38 +86,34 @@ struct token_window {
     [[nodiscard]] bool ends(std::size_t first, std::size_t n) const noexcept {
         return summary.records >= n - first;
     }
-    /// The order position of the window's record i (i < summary.records) of a window from
-    /// `first` in an order of `n`.
-    [[nodiscard]] static std::size_t position(std::size_t first, std::size_t i,
-                                              std::size_t n) noexcept {
-        return first + i < n ? first + i : first + i - n;
-    }
 };
 
 /// Plans token-budget epochs, keeping its scratch between them.
 class token_epoch_planner {
 public:
     /// Plans the window of an epoch's order from position `first` (below n, the order's length):
-    /// `index_of(q)` is the dataset index at position q, `tokens_of(index)` its tokens and, with
+    /// `index_of(q)` is the dataset index at position q, `repeat_of(k)` the k-th record an
+    /// epoch's end repeats (k below `repeatable`; for an epoch planned whole, index_of(k) below
+    /// n: the order's first records), `tokens_of(index)` its tokens and, with
     /// `with_costs`, `cost_of(index)` its cost (else the default L + L^2/24576). The window
     /// holds K (`lookahead`) steps of M (`micro_batches`) micro-batches on every rank, its
     /// records the order's that fill it (bcl::token_planner::plan_stream); the last window takes
     /// what is left in as few micro-steps as fit (with the window before it, when what is left
     /// is too few records to plan alone). The epoch's last window that still cannot fill every
     /// rank's micro-batches gets empty micro-batches with opt.allow_empty_micro_batches; else,
-    /// with `repeat_to_fill`, it takes the order's first records again, as DistributedSampler
+    /// with `repeat_to_fill`, it takes repeat_of's first records again, as DistributedSampler
     /// pads its order: the fewest that plan (tried one by one up to R*m, one of which makes the
-    /// count a multiple of R*m, then doubling), only that window planned again for each; else it
-    /// is refused. The plan's slots are slots(), by the window's record. Throws bcl::error
-    /// (prefixed with `who`) for what plan_stream throws, and what the accessors throw. Every
-    /// rank that passes the same arguments gets the same window. Reads the window's records and
-    /// the first it refuses: O(W log W) for a window of W records.
-    template <class IndexOf, class TokensOf, class CostOf>
-    token_window plan_window(std::size_t first, std::size_t n, IndexOf&& index_of,
-                             TokensOf&& tokens_of, CostOf&& cost_of, bool with_costs,
-                             const token_budget& budget, std::size_t micro_batches,
-                             std::size_t lookahead, const token_plan_options& opt,
-                             std::string_view who, bool repeat_to_fill = false) {
+    /// count a multiple of R*m, then doubling, up to `repeatable`), only that window planned
+    /// again for each; else it is refused. The plan's slots are slots(), by the window's record.
+    /// Throws bcl::error (prefixed with `who`) for what plan_stream throws, and what the accessors
+    /// throw. Every rank that passes the same arguments gets the same window. Reads the window's
+    /// records and the first it refuses: O(W log W) for a window of W records.
+    template <class IndexOf, class RepeatOf, class TokensOf, class CostOf>
+    token_window
+    plan_window(std::size_t first, std::size_t n, IndexOf&& index_of, RepeatOf&& repeat_of,
+                std::size_t repeatable, TokensOf&& tokens_of, CostOf&& cost_of, bool with_costs,
+                const token_budget& budget, std::size_t micro_batches, std::size_t lookahead,
+                const token_plan_options& opt, std::string_view who, bool repeat_to_fill = false) {
         check_token_budget(budget, lookahead, who);
         check_token_window(budget, micro_batches, lookahead, who);
         check_token_options(opt, budget, who);
@@ -129,6 +126,10 @@ public:
         };
         const auto take = [&](std::size_t q) {
             const auto index = static_cast<std::uint64_t>(index_of(q));
+            take_index(index, tokens_of(index));
+        };
+        const auto take_again = [&](std::size_t k) {
+            const auto index = static_cast<std::uint64_t>(repeat_of(k));
             take_index(index, tokens_of(index));
         };
         // The window's candidates: the records of the order whose tokens fit its capacity (the
@@ -162,12 +163,12 @@ public:
             // let it plan: 1, 2, ... up to R*m, then doubling, up to the order's length.
             const std::size_t rest = n - first;
             const std::size_t one_by_one = budget.ranks * budget.multiple_of;
-            for (std::size_t count = 1; count <= n;
+            for (std::size_t count = 1; count <= repeatable;
                  count = count < one_by_one ? count + 1 : 2 * count) {
                 m_indices.resize(rest);
                 m_tokens.resize(rest);
                 m_costs.resize(with_costs ? rest : 0);
-                for (std::size_t q = 0; q < count; ++q) take(q);
+                for (std::size_t k = 0; k < count; ++k) take_again(k);
                 m_slots.resize(m_tokens.size());
                 try {
                     w.summary = m_planner.plan_stream(m_tokens, m_costs, budget, micro_batches,
@@ -220,8 +221,8 @@ public:
         std::vector<Index> repeated; // the last window's records and the order's first
         while (first < n) {
             const token_window w =
-                plan_window(first, n, index_of, tokens_of, cost_of, !costs.empty(), budget,
-                            micro_batches, lookahead, opt, who, repeat_to_fill);
+                plan_window(first, n, index_of, index_of, n, tokens_of, cost_of, !costs.empty(),
+                            budget, micro_batches, lookahead, opt, who, repeat_to_fill);
             std::span<const Index> window = order.subspan(first);
             if (w.repeated > 0) {
                 repeated.assign(window.begin(), window.end());

@@ -179,3 +179,83 @@ TEST_CASE("epoch plan: the cost table's digest reads costs as the planner does",
     }
     REQUIRE(bcl::cost_table_digester(3).digest() != bcl::cost_table_digest(a));
 }
+
+TEST_CASE("epoch plan of stage costs: over all ranks every record of the laid-out order comes out "
+          "once, in exact batches, each window's steps the summed plan's; one stage plans as "
+          "one cost a record, bit for bit",
+          "[epoch_plan][stages]") {
+    const shape_case sh = GENERATE(shape_case{70, 3, 4, 2}, shape_case{97, 8, 3, 2},
+                                   shape_case{50, 1, 7, 3}, shape_case{1000, 5, 16, 8});
+    const bool drop_last = GENERATE(false, true);
+    CAPTURE(sh.n, sh.ranks, sh.batch, sh.lookahead, drop_last);
+    const index_list order = bcl_test::reference_order(sh.n, 5, 1, true);
+    const bcl::epoch_shape shape{sh.ranks, sh.lookahead, sh.batch, drop_last};
+    const std::vector<double> first = bcl_test::costs_of_seed(sh.n, sh.n + 1);
+    const std::vector<double> second = bcl_test::costs_of_seed(sh.n, sh.n + 2);
+    std::vector<double> rows(2 * sh.n), summed(sh.n);
+    for (std::size_t i = 0; i < sh.n; ++i) {
+        rows[2 * i] = first[i];
+        rows[2 * i + 1] = second[i];
+        summed[i] = first[i] + second[i];
+    }
+    bcl::epoch_planner planner;
+    index_list all;
+    for (std::size_t rank = 0; rank < sh.ranks; ++rank) {
+        bcl::epoch_share<std::size_t> one, flat, staged;
+        planner.share(bcl::stage_table_view{first, 1}, std::span<const std::size_t>(order), shape,
+                      rank, {}, one);
+        planner.share(std::span<const double>(first), std::span<const std::size_t>(order), shape,
+                      rank, {}, flat);
+        REQUIRE(one.records == flat.records);
+        REQUIRE(one.summary.digest == flat.summary.digest);
+        REQUIRE(one.summary.objective == flat.summary.objective);
+        planner.share(bcl::stage_table_view{rows, 2}, std::span<const std::size_t>(order), shape,
+                      rank, {}, staged);
+        bcl::epoch_share<std::size_t> again;
+        planner.share(bcl::stage_table_view{rows, 2}, std::span<const std::size_t>(order), shape,
+                      rank, {}, again);
+        REQUIRE(again.records == staged.records);
+        REQUIRE(staged.summary.digest == again.summary.digest);
+        // Each batch holds the records the summed plan gives that step, shared by stage: the
+        // same step's records over all ranks, checked below through the whole epoch's count.
+        bcl::epoch_share<std::size_t> by_sum;
+        planner.share(std::span<const double>(summed), std::span<const std::size_t>(order), shape,
+                      rank, {}, by_sum);
+        REQUIRE(staged.batches() == by_sum.batches());
+        for (std::size_t i = 0; i + 1 < staged.batches(); ++i)
+            REQUIRE(staged.batch(i).size() == sh.batch);
+        all.insert(all.end(), staged.records.begin(), staged.records.end());
+    }
+    const bcl_test::reference_epoch ref =
+        bcl_test::reference_plan(order, first, sh.ranks, sh.lookahead, sh.batch, drop_last, {});
+    index_list kept = ref.kept;
+    std::sort(kept.begin(), kept.end());
+    std::sort(all.begin(), all.end());
+    REQUIRE(all == kept);
+}
+
+TEST_CASE("epoch plan of stage costs: a table of no stages or too many, costs not whole rows, an "
+          "index past the rows and a bad cost are errors naming them",
+          "[epoch_plan][stages][errors]") {
+    std::vector<double> rows = bcl_test::costs_of_seed(40, 3);
+    const index_list order = bcl_test::reference_order(20, 1, 0, true);
+    bcl::epoch_planner planner;
+    bcl::epoch_share<std::size_t> share;
+    const bcl::epoch_shape ok{.ranks = 2, .lookahead = 2, .batch = 2};
+    const auto refused = [&](const bcl::stage_table_view& table, const index_list& o,
+                             const std::string& words) {
+        CAPTURE(words);
+        REQUIRE_THROWS_WITH(
+            planner.share(table, std::span<const std::size_t>(o), ok, 0, {}, share, "who"),
+            Contains("who: ") && Contains(words));
+        REQUIRE(share.records.empty());
+    };
+    refused({rows, 0}, order, "0 stages; a record has 1 to 16");
+    refused({rows, 17}, order, "17 stages");
+    refused({std::span<const double>(rows).first(39), 2}, order, "39 costs are not rows of 2");
+    index_list beyond = order;
+    beyond[3] = 20;
+    refused({rows, 2}, beyond, "dataset index 20 has no cost");
+    rows[2 * 11 + 1] = std::numeric_limits<double>::quiet_NaN();
+    refused({rows, 2}, order, "the cost of stage 1 of dataset index 11 is nan");
+}

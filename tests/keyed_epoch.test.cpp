@@ -14,6 +14,7 @@
 #include <bcl/epoch_rest.hpp>
 #include <bcl/keyed_epoch.hpp>
 #include <bcl/keyed_order.hpp>
+#include <bcl/stage_plan.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -205,4 +206,43 @@ TEST_CASE("keyed epoch: a bad shape, options or rank, a batch past the pass and 
                         Contains("me: the cost of dataset index " + std::to_string(victim)));
     costs[victim] = 1.0; // the next call plans the window again
     REQUIRE(pass.batch(0, cost_of).size() == 3);
+}
+
+TEST_CASE("keyed epoch of stage costs: read as bcl::stage_rows, window by window, the batches and "
+          "promises of the whole epoch's plan of the same stage table",
+          "[keyed_epoch][stages]") {
+    for (const keyed_case c :
+         {keyed_case{97, 8, 3, 2}, keyed_case{1000, 5, 16, 8}, keyed_case{301, 4, 4, 3}}) {
+        CAPTURE(c.n, c.ranks, c.batch, c.lookahead);
+        std::vector<double> rows(3 * c.n);
+        for (std::size_t s = 0; s < 3; ++s) {
+            const std::vector<double> column = bcl_test::costs_of_seed(c.n, c.n * 3 + s);
+            for (std::size_t i = 0; i < c.n; ++i) rows[i * 3 + s] = column[i];
+        }
+        const bcl::stage_rows stage_rows{3, [&](std::uint64_t i, std::span<double> row) {
+                                             for (std::size_t s = 0; s < 3; ++s)
+                                                 row[s] = rows.at(i * 3 + s);
+                                         }};
+        const bcl::epoch_shape shape{.ranks = c.ranks, .lookahead = c.lookahead, .batch = c.batch};
+        const std::vector<std::uint64_t> order = keyed_positions(c.n, 5, 1, true);
+        for (std::size_t rank = 0; rank < c.ranks; ++rank) {
+            bcl::epoch_share<std::uint64_t> share;
+            bcl::epoch_planner{}.share(bcl::stage_table_view{rows, 3},
+                                       std::span<const std::uint64_t>(order), shape, rank, {},
+                                       share);
+            bcl::keyed_epoch_pass<> pass;
+            pass.start(5, 1, true, shape, rank, {}, 11, bcl::epoch_rest(c.n));
+            REQUIRE(pass.batches() == share.batches());
+            for (std::size_t i = 0; i < pass.batches(); ++i) {
+                const auto got = pass.batch(i, stage_rows);
+                const auto want = share.batch(i);
+                REQUIRE(std::vector<std::uint64_t>(got.begin(), got.end()) ==
+                        std::vector<std::uint64_t>(want.begin(), want.end()));
+            }
+            const bcl::epoch_plan_summary s = pass.summary(stage_rows);
+            REQUIRE(s.digest == share.summary.digest);
+            REQUIRE(s.objective == share.summary.objective);
+            REQUIRE(s.total == share.summary.total);
+        }
+    }
 }

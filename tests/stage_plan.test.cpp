@@ -1,10 +1,11 @@
-// bcl::held_stage_planner (stage_plan.hpp), as a specification: a held batch of records with D
-// stage costs is planned as the summed costs are (the same micro-steps, every rank m = n / R
-// records, B a micro-step but the last, every record once), each micro-step's records then shared
-// among the ranks by stage; the sum over micro-steps and stages of the slowest rank never rises
-// above the summed plan's and never falls below the bound; with D = 1 the plan is
-// bcl::held_batch_planner's, unchanged; on a vision-language mix it gains what one-number plans
-// leave; bad input is an error naming the record and the stage, and changes nothing.
+// bcl::held_stage_planner and bcl::stage_window_planner (stage_plan.hpp), as a specification: a
+// held batch (or a window) of records with D stage costs takes the micro-steps of the plan of the
+// summed costs or of one stage's alone (every rank m = n / R records, B a micro-step but the last,
+// every record once), each micro-step's records then shared among the ranks by stage; the sum over
+// micro-steps and stages of the slowest rank never rises above the summed plan's and never falls
+// below the bound; with D = 1 the plan is bcl::held_batch_planner's, unchanged; on a vision-
+// language mix it gains what one-number plans leave; bad input is an error naming the record and
+// the stage, and changes nothing.
 
 #include "support/distributions.hpp"
 
@@ -56,6 +57,15 @@ std::vector<double> vision_language(std::size_t n, std::uint64_t seed) {
     return out;
 }
 
+// Each record's summed cost (stage -1) or its cost of one stage.
+std::vector<double> column(const std::vector<double>& costs, std::size_t d, int stage) {
+    std::vector<double> out(costs.size() / d, 0.0);
+    for (std::size_t i = 0; i < out.size(); ++i)
+        for (std::size_t k = 0; k < d; ++k)
+            if (stage < 0 || static_cast<std::size_t>(stage) == k) out[i] += costs[i * d + k];
+    return out;
+}
+
 double stage_objective(const std::vector<double>& costs, std::size_t d,
                        const std::vector<bcl::plan_slot>& slots, std::size_t ranks,
                        std::size_t steps) {
@@ -86,19 +96,18 @@ TEST_CASE("stage plan: the summed plan's micro-steps, B records a rank each but 
             CAPTURE(seed, d, ranks, batch, n);
             std::vector<bcl::plan_slot> slots(n);
             const bcl::stage_plan_summary s = planner.plan(costs, d, ranks, batch, {}, slots);
-            // The summed plan, for its micro-steps.
-            std::vector<double> summed(n, 0.0);
-            for (std::size_t i = 0; i < n; ++i)
-                for (std::size_t k = 0; k < d; ++k) summed[i] += costs[i * d + k];
+            // The summed plan, and the plan whose micro-steps were kept: the summed cost's or
+            // one stage's alone.
             bcl::held_batch_planner held;
-            std::vector<bcl::plan_slot> flat(n);
-            (void)held.plan(summed, ranks, batch, {}, flat);
+            std::vector<bcl::plan_slot> flat(n), steps_of(n);
+            (void)held.plan(column(costs, d, -1), ranks, batch, {}, flat);
+            (void)held.plan(column(costs, d, s.steps_from_stage), ranks, batch, {}, steps_of);
             const std::size_t m = n / ranks;
             REQUIRE(s.micro_steps == (m + batch - 1) / batch);
             std::vector<std::vector<std::size_t>> cells(s.micro_steps,
                                                         std::vector<std::size_t>(ranks, 0));
             for (std::size_t i = 0; i < n; ++i) {
-                REQUIRE(slots[i].step == flat[i].step);
+                REQUIRE(slots[i].step == steps_of[i].step);
                 ++cells[slots[i].step][slots[i].rank];
             }
             for (std::size_t step = 0; step < s.micro_steps; ++step)
@@ -179,5 +188,101 @@ TEST_CASE("stage plan: a shape of no stages or too many, costs not whole rows, a
     std::vector<bcl::plan_slot> short_plan(7);
     REQUIRE_THROWS_WITH(planner.plan(costs, 2, 2, 2, {}, short_plan), Contains("7 slots for 8"));
     REQUIRE_THROWS_AS(planner.plan(costs, 2, 3, 2, {}, slots), bcl::error); // 8 not a multiple
+    REQUIRE(slots == untouched);
+}
+
+TEST_CASE("stage window: a window of a global plan of stage costs keeps the summed plan's steps, "
+          "B records a rank a step but the last, every record once, the objective between the "
+          "bound and the summed plan's; with one stage it is bcl::global_planner's plan",
+          "[stage_plan]") {
+    bcl::stage_window_planner planner;
+    bcl::global_planner global;
+    for (std::uint64_t seed = 1; seed <= 30; ++seed)
+        for (const std::size_t d : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+            const bcl::plan_shape shape{1 + seed % 5, 1 + seed % 4, 1 + seed % 6};
+            const std::size_t full = shape.ranks * shape.steps * shape.batch;
+            // Full windows and short last ones (whole ranks' worth, as epochs lay them out).
+            const std::size_t n =
+                seed % 3 == 0 ? shape.ranks * (1 + seed % (full / shape.ranks)) : full;
+            const std::vector<double> costs = stage_costs(n, d, seed);
+            CAPTURE(seed, d, shape.ranks, shape.steps, shape.batch, n);
+            std::vector<bcl::plan_slot> slots(n);
+            const bcl::stage_plan_summary s = planner.plan(costs, d, shape, {}, slots);
+            std::vector<bcl::plan_slot> flat(n), steps_of(n);
+            const bcl::plan_summary f = global.plan(column(costs, d, -1), shape, {}, flat);
+            (void)global.plan(column(costs, d, s.steps_from_stage), shape, {}, steps_of);
+            REQUIRE(s.micro_steps == f.steps);
+            std::vector<std::vector<std::size_t>> cells(f.steps,
+                                                        std::vector<std::size_t>(shape.ranks, 0));
+            for (std::size_t i = 0; i < n; ++i) {
+                REQUIRE(slots[i].step == steps_of[i].step);
+                ++cells[slots[i].step][slots[i].rank];
+            }
+            const std::size_t m = n / shape.ranks;
+            for (std::size_t step = 0; step < f.steps; ++step)
+                for (std::size_t r = 0; r < shape.ranks; ++r)
+                    REQUIRE(cells[step][r] ==
+                            (step + 1 < f.steps ? shape.batch : m - shape.batch * (f.steps - 1)));
+            if (d == 1) {
+                REQUIRE(slots == flat);
+                const bcl::plan_summary w = planner.window_summary();
+                REQUIRE(w.digest == f.digest);
+                REQUIRE(w.objective == f.objective);
+                REQUIRE(w.scale == f.scale);
+                continue;
+            }
+            const double objective = stage_objective(costs, d, slots, shape.ranks, f.steps);
+            const double before = stage_objective(costs, d, flat, shape.ranks, f.steps);
+            REQUIRE(s.objective == Approx(objective).epsilon(1e-6).margin(1e-300));
+            REQUIRE(objective <= before * (1 + 1e-6) + 1e-300);
+            REQUIRE(s.lower_bound <= s.objective * (1 + 1e-6) + 1e-300);
+            // The window's summary as an epoch sums it: the stage figures in its fixed point.
+            const bcl::plan_summary w = planner.window_summary();
+            REQUIRE(w.digest == bcl::plan_digest(slots));
+            REQUIRE(w.cost_of(w.objective) == Approx(s.objective).epsilon(1e-12).margin(1e-300));
+            REQUIRE(w.cost_of(w.total) == Approx(s.total).epsilon(1e-12).margin(1e-300));
+            REQUIRE(w.cost_of(w.heaviest) <= s.objective * (1 + 1e-12) + 1e-300);
+            std::vector<bcl::plan_slot> again(n);
+            (void)planner.plan(costs, d, shape, {}, again);
+            REQUIRE(again == slots);
+        }
+}
+
+TEST_CASE("stage window: on a vision-language mix at R=8, K=8, B=16 the windows come within a "
+          "few hundredths of the bound",
+          "[stage_plan]") {
+    bcl::stage_window_planner planner;
+    const bcl::plan_shape shape{8, 8, 16};
+    double total = 0.0, objective = 0.0, summed = 0.0, bound = 0.0;
+    for (std::uint64_t window = 0; window < 12; ++window) {
+        const std::vector<double> costs = vision_language(8 * 8 * 16, window + 100);
+        std::vector<bcl::plan_slot> slots(costs.size() / 2);
+        const bcl::stage_plan_summary s = planner.plan(costs, 2, shape, {}, slots);
+        total += s.total;
+        objective += s.objective;
+        summed += s.summed_objective;
+        bound += s.lower_bound;
+    }
+    const double stages = total / 8 / objective;
+    const double flat = total / 8 / summed;
+    const double best = total / 8 / bound;
+    CAPTURE(stages, flat, best);
+    REQUIRE(stages >= flat);
+    REQUIRE(stages >= best - 0.03);
+}
+
+TEST_CASE("stage window: bad stages and costs are errors naming them, the plan unchanged",
+          "[stage_plan]") {
+    bcl::stage_window_planner planner;
+    std::vector<double> costs = stage_costs(8, 2, 5);
+    const std::vector<bcl::plan_slot> untouched(8, bcl::plan_slot{7, 7});
+    std::vector<bcl::plan_slot> slots = untouched;
+    const bcl::plan_shape shape{2, 2, 2};
+    REQUIRE_THROWS_WITH(planner.plan(costs, 0, shape, {}, slots), Contains("0 stages"));
+    REQUIRE_THROWS_WITH(planner.plan(std::span<const double>(costs).first(15), 2, shape, {}, slots),
+                        Contains("15 costs are not rows of 2 stages"));
+    costs[3] = -2.0; // record 1, stage 1
+    REQUIRE_THROWS_WITH(planner.plan(costs, 2, shape, {}, slots),
+                        Contains("record 1's cost of stage 1 is -2"));
     REQUIRE(slots == untouched);
 }

@@ -84,8 +84,16 @@ def main():
         "--text", default="sharegpt_8k_filtered_llama2_total_tokens.txt",
         help="the bundled workload of text lengths (bench/workloads/)",
     )  # fmt: skip
+    parser.add_argument("--stream", action="store_true",
+                        help="streams planned by the global plan's windows, not held batches")
+    parser.add_argument("--lookahead", type=int, default=8, help="K, of the streams")
+    parser.add_argument("--windows", type=int, default=8, help="windows per seed, of the streams")
     args = parser.parse_args()
     text_lengths = np.loadtxt(ROOT / "bench" / "workloads" / args.text)
+    if args.stream:
+        print(f"<!-- python {' '.join(shlex.quote(a) for a in sys.argv)} -->")
+        stream(args, text_lengths)
+        return
     b = args.micro_batch
     print(f"<!-- python {' '.join(shlex.quote(a) for a in sys.argv)} -->")
     print(f"<!-- B = {b}, {args.batches} held batches of R * B records per seed, seeds "
@@ -115,6 +123,80 @@ def main():
         for p, values in rows.items():
             m = np.mean(values, axis=0)
             print(f"| {ranks} | {p} | {m[0]:.4f} | {m[1]:.4f} | {m[2]:.4f} | {m[3]:.4f} |")
+
+
+def stream_groups(policy, costs, ranks, batch, lookahead):
+    """Each step's groups (one list of records a rank) of a stream of windows of R*K*B records
+    under `policy`: the global plan's samplers plan the whole stream (shuffle off, so that every
+    policy takes the same records in the same windows)."""
+    n = len(costs)
+    steps = n // (ranks * batch)
+    if policy == "none":  # the stream as it came: step j, rank r, the next B records
+        return [[list(range((j * ranks + r) * batch, (j * ranks + r + 1) * batch))
+                 for r in range(ranks)] for j in range(steps)]  # fmt: skip
+    if policy == "verl KK, LM":  # verl balances each step's global batch on its tokens
+        out = []
+        for j in range(steps):
+            first = j * ranks * batch
+            groups = karmarkar_karp_equal(list(costs[first:first + ranks * batch, 1] * 24576),
+                                          ranks)  # fmt: skip
+            out.append([[first + i for i in g] for g in groups])
+        return out
+    table = {"bcl, LM": costs[:, 1], "bcl, summed": costs.sum(axis=1), "bcl, stages": costs}
+    per_rank = [
+        list(bcl.DistributedBalancedBatchSampler(
+            table[policy], batch, ranks, r, shuffle=False, lookahead=lookahead,
+            check_digest=False))
+        for r in range(ranks)
+    ]  # fmt: skip
+    return [[per_rank[r][j] for r in range(ranks)] for j in range(steps)]
+
+
+def stream(args, text_lengths):
+    """The global plan's windows of K steps: per-stage efficiency of each policy over whole
+    streams, the bounds beside them."""
+    b, k = args.micro_batch, args.lookahead
+    print(f"<!-- streams: windows of R * K * B records, K = {k}, B = {b}, {args.windows} "
+          f"windows per seed, seeds {args.seeds}; text from {args.text} -->")  # fmt: skip
+    print("| R | policy | per stage | vision encoder | language model | per step |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for ranks in args.ranks:
+        rows = {p: [] for p in POLICIES + ("step bound", "window bound")}
+        for seed in args.seeds:
+            rng = np.random.default_rng(seed)
+            costs = records(text_lengths, args.windows * ranks * k * b, rng)
+            for p in POLICIES:
+                mean = np.zeros(2)
+                slowest = np.zeros(2)
+                step_mean = step_max = 0.0
+                bound = np.zeros(2)
+                for groups in stream_groups(p, costs, ranks, b, k):
+                    lo = loads(costs, groups)
+                    mean += lo.sum(axis=0) / ranks
+                    slowest += lo.max(axis=0)
+                    step_mean += lo.sum() / ranks
+                    step_max += lo.sum(axis=1).max()
+                    records_of_step = costs[[i for g in groups for i in g]]
+                    bound += np.maximum(lo.sum(axis=0) / ranks, records_of_step.max(axis=0))
+                rows[p].append([mean.sum() / slowest.sum(), mean[0] / slowest[0],
+                                mean[1] / slowest[1], step_mean / step_max])  # fmt: skip
+                if p == "bcl, stages":  # no plan of these steps does better, stage by stage
+                    rows["step bound"].append([mean.sum() / bound.sum(), mean[0] / bound[0],
+                                               mean[1] / bound[1], float("nan")])  # fmt: skip
+            # Whatever steps the windows' records take: each stage's mean, or its dearest record.
+            window = ranks * k * b
+            mean = np.zeros(2)
+            bound = np.zeros(2)
+            for first in range(0, len(costs), window):
+                w = costs[first:first + window]
+                mean += w.sum(axis=0) / ranks
+                bound += np.maximum(w.sum(axis=0) / ranks, w.max(axis=0))
+            rows["window bound"].append([mean.sum() / bound.sum(), mean[0] / bound[0],
+                                         mean[1] / bound[1], float("nan")])  # fmt: skip
+        for p, values in rows.items():
+            m = np.mean(values, axis=0)
+            step = "" if np.isnan(m[3]) else f"{m[3]:.4f}"
+            print(f"| {ranks} | {p} | {m[0]:.4f} | {m[1]:.4f} | {m[2]:.4f} | {step} |")
 
 
 if __name__ == "__main__":

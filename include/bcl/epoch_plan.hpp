@@ -15,6 +15,7 @@
 #include <bcl/epoch_window.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/stage_plan.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -132,15 +133,60 @@ public:
     epoch_plan_summary plan(std::span<const double> costs, std::span<const Index> order,
                             const epoch_shape& shape, const plan_options& opt, OnWindow&& on_window,
                             std::string_view who = "bcl::epoch_planner") {
+        const auto cost_of = [&](Index index) {
+            return costs[detail::table_index(index, costs.size(), "cost", "the cost table", who)];
+        };
+        return plan_over(cost_of, order, shape, opt, on_window, who);
+    }
+
+    /// The same over a table of stage costs (D a record; record i's at table.costs[i*D ..
+    /// i*D+D)): each window is planned by bcl::stage_window_planner, and the summary's figures
+    /// are the stage objective's. With D = 1 the plans are those of the table as one cost a
+    /// record, bit for bit.
+    template <class Index, class OnWindow>
+    epoch_plan_summary plan(const stage_table_view& table, std::span<const Index> order,
+                            const epoch_shape& shape, const plan_options& opt, OnWindow&& on_window,
+                            std::string_view who = "bcl::epoch_planner") {
+        check_stage_shape(table.costs.size(), table.stages, who);
+        const std::size_t d = table.stages;
+        const std::size_t rows = table.records();
+        const stage_rows rows_of{d, [&, d, rows](Index index, std::span<double> row) {
+                                     const std::size_t i = detail::table_index(
+                                         index, rows, "cost", "the cost table", who);
+                                     for (std::size_t s = 0; s < d; ++s)
+                                         row[s] = table.costs[i * d + s];
+                                 }};
+        return plan_over(rows_of, order, shape, opt, on_window, who);
+    }
+
+    /// Rank `rank`'s share of the epoch plan() plans: its records of each window's steps, each
+    /// step's in the order's order. `out` is written only on success. Throws what plan() throws,
+    /// and bcl::error for a rank not below R. O(N log N).
+    template <class Index>
+    void share(std::span<const double> costs, std::span<const Index> order,
+               const epoch_shape& shape, std::size_t rank, const plan_options& opt,
+               epoch_share<Index>& out, std::string_view who = "bcl::epoch_planner") {
+        share_of(costs, order, shape, rank, opt, out, who);
+    }
+    /// The same over a table of stage costs (as plan() over one).
+    template <class Index>
+    void share(const stage_table_view& table, std::span<const Index> order,
+               const epoch_shape& shape, std::size_t rank, const plan_options& opt,
+               epoch_share<Index>& out, std::string_view who = "bcl::epoch_planner") {
+        share_of(table, order, shape, rank, opt, out, who);
+    }
+
+private:
+    template <class Index, class CostOf, class OnWindow>
+    epoch_plan_summary plan_over(const CostOf& cost_of, std::span<const Index> order,
+                                 const epoch_shape& shape, const plan_options& opt,
+                                 OnWindow& on_window, std::string_view who) {
         static_assert(std::is_integral_v<Index>, "dataset indices are integers");
         const epoch_windows windows = epoch_windows::of(order.size(), shape, who);
         epoch_plan_summary summary;
         summary.ranks = shape.ranks;
         summary.batches = windows.layout.batches;
         const auto index_at = [&](std::size_t p) { return order[p]; };
-        const auto cost_of = [&](Index index) {
-            return costs[detail::table_index(index, costs.size(), "cost", "the cost table", who)];
-        };
         for (std::size_t w = 0; w < windows.count(); ++w) {
             const plan_summary s =
                 m_window.plan(windows, w, order.size(), index_at, cost_of, opt, who);
@@ -154,13 +200,10 @@ public:
         return summary;
     }
 
-    /// Rank `rank`'s share of the epoch plan() plans: its records of each window's steps, each
-    /// step's in the order's order. `out` is written only on success. Throws what plan() throws,
-    /// and bcl::error for a rank not below R. O(N log N).
-    template <class Index>
-    void share(std::span<const double> costs, std::span<const Index> order,
-               const epoch_shape& shape, std::size_t rank, const plan_options& opt,
-               epoch_share<Index>& out, std::string_view who = "bcl::epoch_planner") {
+    template <class Table, class Index>
+    void share_of(const Table& costs, std::span<const Index> order, const epoch_shape& shape,
+                  std::size_t rank, const plan_options& opt, epoch_share<Index>& out,
+                  std::string_view who) {
         check_epoch_shape(shape, who);
         if (rank >= shape.ranks)
             throw error(std::string(who) + ": rank " + std::to_string(rank) + " of " +
@@ -186,7 +229,6 @@ public:
         out.summary = summary;
     }
 
-private:
     epoch_window_planner m_window;
     std::vector<std::size_t> m_fill;
     std::vector<std::uint64_t> m_share; // the share being built, as 64-bit indices

@@ -12,6 +12,7 @@
 #include <bcl/epoch_layout.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/stage_plan.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,8 +31,10 @@ public:
     /// Plans window `w` of `windows` (epoch_windows::of the epoch's N records and its shape),
     /// whose records are the laid-out order's positions [first(w), first(w) + records(w)): the
     /// record at position p is `index_at(p mod N)`, a dataset index, and costs
-    /// `cost_of(index)`. Every cost read is checked (bcl::valid_cost); cost_of checks that the
-    /// index has one. Returns the window's plan_summary; slots() and indices() hold its plan.
+    /// `cost_of(index)`, or, when cost_of is a bcl::stage_rows, whose D stage costs are
+    /// `cost_of.row_of(index, row)` and planned as bcl::stage_window_planner plans them. Every
+    /// cost read is checked (bcl::valid_cost); cost_of checks that the index has one. Returns the
+    /// window's plan_summary; slots() and indices() hold its plan.
     ///
     /// Throws bcl::error (prefixed with `who`) for a window past the epoch, an invalid cost
     /// (naming its dataset index and value) or options the planner refuses, and whatever
@@ -47,22 +50,38 @@ public:
                         std::to_string(windows.count()) + " windows");
         const std::size_t first = windows.first(w);
         m_planned = false;
-        m_costs.resize(count);
         m_slots.resize(count);
         m_indices.resize(count);
-        for (std::size_t i = 0; i < count; ++i) {
-            const auto index = index_at((first + i) % n);
-            static_assert(std::is_integral_v<decltype(index)>, "dataset indices are integers");
-            m_costs[i] = cost_of(index);
-            check_cost(m_costs[i], [&] {
-                return std::string(who) + ": the cost of dataset index " + std::to_string(index) +
-                       " is ";
-            });
-            // cost_of accepted the index, so it is a position in the table: not negative.
-            m_indices[i] = static_cast<std::uint64_t>(index);
-        }
         const plan_shape shape{windows.layout.ranks, windows.lookahead, windows.layout.batch};
-        const plan_summary summary = m_planner.plan(m_costs, shape, opt, m_slots);
+        plan_summary summary;
+        if constexpr (is_stage_rows<std::remove_cvref_t<CostOf>>) {
+            // Stage costs: D a record, read as rows; the plan is the stage plan of the window.
+            const std::size_t d = cost_of.stages;
+            m_costs.resize(count * d);
+            for (std::size_t i = 0; i < count; ++i) {
+                const auto index = read_index(index_at, first + i, n, i);
+                const std::span<double> row = std::span<double>(m_costs).subspan(i * d, d);
+                cost_of.row_of(index, row);
+                for (std::size_t s = 0; s < d; ++s)
+                    check_cost(row[s], [&] {
+                        return std::string(who) + ": the cost of stage " + std::to_string(s) +
+                               " of dataset index " + std::to_string(index) + " is ";
+                    });
+            }
+            (void)m_stage_planner.plan(m_costs, d, shape, opt, m_slots, who);
+            summary = m_stage_planner.window_summary();
+        } else {
+            m_costs.resize(count);
+            for (std::size_t i = 0; i < count; ++i) {
+                const auto index = read_index(index_at, first + i, n, i);
+                m_costs[i] = cost_of(index);
+                check_cost(m_costs[i], [&] {
+                    return std::string(who) + ": the cost of dataset index " +
+                           std::to_string(index) + " is ";
+                });
+            }
+            summary = m_planner.plan(m_costs, shape, opt, m_slots);
+        }
         m_shape = shape;
         m_first = first;
         m_planned = true;
@@ -101,7 +120,19 @@ public:
     }
 
 private:
+    // The dataset index at the laid-out order's position p (mod N), kept as record i's.
+    template <class IndexAt>
+    auto read_index(IndexAt& index_at, std::size_t p, std::size_t n, std::size_t i) {
+        const auto index = index_at(p % n);
+        static_assert(std::is_integral_v<decltype(index)>, "dataset indices are integers");
+        // The cost table accepts the index once it is read, so it is a position in the table:
+        // not negative.
+        m_indices[i] = static_cast<std::uint64_t>(index);
+        return index;
+    }
+
     global_planner m_planner;
+    stage_window_planner m_stage_planner;
     std::vector<double> m_costs;
     std::vector<plan_slot> m_slots;
     std::vector<std::uint64_t> m_indices;

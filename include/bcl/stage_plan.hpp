@@ -10,12 +10,14 @@
 #include <bcl/detail/config.hpp>
 
 #include <bcl/cost_check.hpp>
+#include <bcl/detail/stages/step_restager.hpp>
 #include <bcl/detail/stages/step_stages.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/held_batch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -38,6 +40,8 @@ struct stage_plan_summary {
     double summed_objective = 0.0;  ///< the same of the plan on the summed cost alone
     double lower_bound = 0.0;       ///< sum over micro-steps and stages of max(mean, dearest)
     std::size_t steps_restaged = 0; ///< micro-steps whose ranks the stages changed
+    /// Which plan's micro-steps were kept: -1 the summed cost's, d stage d's alone.
+    int steps_from_stage = -1;
 
     /// total / (R * objective): 1 when every stage of every micro-step is level.
     [[nodiscard]] double efficiency() const noexcept {
@@ -45,8 +49,201 @@ struct stage_plan_summary {
     }
 };
 
+/// A dense table of stage costs by dataset index: record i's D costs at costs[i*D .. i*D+D).
+struct stage_table_view {
+    std::span<const double> costs;
+    std::size_t stages = 1;
+
+    /// The records: costs / D (rows a partial row would not count).
+    [[nodiscard]] std::size_t records() const noexcept {
+        return stages == 0 ? 0 : costs.size() / stages;
+    }
+};
+
+/// A table of stage costs read by dataset index, as epoch plans read it: `stages` (D) costs a
+/// record, `row_of(index, row)` writing record `index`'s into `row` (a std::span<double> of D),
+/// or throwing bcl::error for an index the table does not hold.
+template <class RowOf>
+struct stage_rows {
+    std::size_t stages = 1;
+    RowOf row_of;
+};
+
+template <class T>
+inline constexpr bool is_stage_rows = false;
+template <class RowOf>
+inline constexpr bool is_stage_rows<stage_rows<RowOf>> = true;
+
+/// Throws bcl::error (prefixed with `who`) unless `values` costs are whole rows of `stages`, D
+/// from 1 to max_plan_stages. O(1).
+inline void check_stage_shape(std::size_t values, std::size_t stages, std::string_view who) {
+    if (stages == 0 || stages > max_plan_stages)
+        throw error(std::string(who) + ": " + std::to_string(stages) +
+                    " stages; a record has 1 to " + std::to_string(max_plan_stages));
+    if (values % stages != 0)
+        throw error(std::string(who) + ": " + std::to_string(values) + " costs are not rows of " +
+                    std::to_string(stages) + " stages");
+}
+
+/// Checks a table of stage costs (rows of `stages` costs, record i's at costs[i*D .. i*D+D)) and
+/// returns its records. Throws bcl::error (prefixed with `who`) for D of 0 or above
+/// max_plan_stages, costs not a whole number of rows, or a bad cost, naming its record and
+/// stage. O(n * D).
+inline std::size_t check_stage_costs(std::span<const double> costs, std::size_t stages,
+                                     std::string_view who) {
+    check_stage_shape(costs.size(), stages, who);
+    for (std::size_t k = 0; k < costs.size(); ++k)
+        if (!valid_cost(costs[k])) [[unlikely]]
+            throw_invalid_cost(std::string(who) + ": record " + std::to_string(k / stages) +
+                                   "'s cost of stage " + std::to_string(k % stages) + " is ",
+                               costs[k]);
+    return costs.size() / stages;
+}
+
+namespace detail::stages {
+
+/// What plans of stage costs share: the choice of the micro-steps and their restaging.
+///
+/// Which records share a micro-step is decided by a plan of one number a record (the summed
+/// cost, or one stage's alone); then each micro-step's records are shared among the ranks by
+/// stage. The summed cost is not always the number to align steps on: where one stage is
+/// heavy-tailed (an encoder over a few huge images) and another smooth (the language model's
+/// tokens), a plan on the summed cost scatters the heavy-tailed stage's dearest records over
+/// many micro-steps, and each of them then waits for its own; a plan on that stage alone puts
+/// them together, and the smooth stage is levelled within each micro-step by the restaging.
+/// So the summed cost and each stage alone are tried, and the one whose micro-steps admit the
+/// least objective (their bound, step_stages::bound summed over micro-steps; ties to the
+/// earlier: the summed cost first) is restaged. Should its restaged objective exceed the
+/// summed plan's own, the summed plan is restaged instead: never above the summed plan.
+class stage_planner_base {
+protected:
+    /// Plans the n rows of `costs` (checked before): `plan_flat(scalars, slots)` plans one
+    /// number a record into slots and returns its bcl::plan_summary (its steps the same for
+    /// every scalar). The plan is left in m_slots, its flat summary in m_flat.
+    template <class PlanFlat>
+    stage_plan_summary plan_stages(std::span<const double> costs, std::size_t stages,
+                                   std::size_t ranks, std::size_t n, PlanFlat&& plan_flat) {
+        m_table.assign(costs, stages);
+        m_scalar.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            double sum = 0.0;
+            for (std::size_t d = 0; d < stages; ++d) sum += costs[i * stages + d];
+            m_scalar[i] = sum;
+        }
+        m_slots.resize(n);
+        m_flat = plan_flat(std::span<const double>(m_scalar), std::span<plan_slot>(m_slots));
+        const std::size_t steps = m_flat.steps;
+        const std::uint64_t summed_objective = objective_of(m_slots, ranks, steps);
+        std::size_t chosen = stages; // the summed cost; d < stages: stage d alone
+        if (stages > 1) {
+            std::uint64_t least = bound_of(m_slots, ranks, steps);
+            m_tried.resize(n);
+            for (std::size_t d = 0; d < stages; ++d) {
+                for (std::size_t i = 0; i < n; ++i) m_scalar[i] = costs[i * stages + d];
+                const plan_summary f =
+                    plan_flat(std::span<const double>(m_scalar), std::span<plan_slot>(m_tried));
+                const std::uint64_t b = bound_of(m_tried, ranks, steps);
+                if (b < least) {
+                    least = b;
+                    chosen = d;
+                    m_slots.swap(m_tried);
+                    m_flat = f;
+                }
+            }
+        }
+        restage_figures f =
+            m_restager.restage(m_table, std::span<plan_slot>(m_slots), ranks, steps);
+        if (f.objective > summed_objective) { // (only a stage's own steps can be above it)
+            sum_into_scalar(costs, stages, n);
+            m_flat = plan_flat(std::span<const double>(m_scalar), std::span<plan_slot>(m_slots));
+            f = m_restager.restage(m_table, std::span<plan_slot>(m_slots), ranks, steps);
+            chosen = stages;
+        }
+        f.summed_objective = summed_objective;
+        m_figures = f;
+        m_aligned_on = chosen;
+        const double unit = m_table.unit;
+        stage_plan_summary summary;
+        summary.stages = stages;
+        summary.ranks = ranks;
+        summary.micro_steps = steps;
+        summary.total = static_cast<double>(f.total) * unit;
+        summary.objective = static_cast<double>(f.objective) * unit;
+        summary.summed_objective = static_cast<double>(f.summed_objective) * unit;
+        summary.lower_bound = static_cast<double>(f.lower_bound) * unit;
+        summary.steps_restaged = f.steps_restaged;
+        summary.steps_from_stage = chosen < stages ? static_cast<int>(chosen) : -1;
+        return summary;
+    }
+
+    std::vector<plan_slot> m_slots; // the last plan
+    plan_summary m_flat;            // the flat plan its micro-steps come from
+    stage_table m_table;
+    restage_figures m_figures; // of the last plan, in m_table's units
+    std::size_t m_aligned_on = 0;
+
+private:
+    void sum_into_scalar(std::span<const double> costs, std::size_t stages, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) {
+            double sum = 0.0;
+            for (std::size_t d = 0; d < stages; ++d) sum += costs[i * stages + d];
+            m_scalar[i] = sum;
+        }
+    }
+    // Per micro-step and stage, the ranks' loads' sum, the largest rank load and the dearest
+    // record, into m_sums, m_top and m_dearest; m_load by step, rank, stage.
+    void tally(std::span<const plan_slot> slots, std::size_t ranks, std::size_t steps) {
+        const std::size_t d = m_table.stages;
+        m_load.assign(steps * ranks * d, 0);
+        m_dearest.assign(steps * d, 0);
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+            const auto c = m_table.of(i);
+            const std::size_t step = slots[i].step;
+            for (std::size_t s = 0; s < d; ++s) {
+                m_load[(step * ranks + slots[i].rank) * d + s] += c[s];
+                m_dearest[step * d + s] = std::max(m_dearest[step * d + s], c[s]);
+            }
+        }
+    }
+    // The sum over micro-steps and stages of the slowest rank: the objective of `slots`.
+    std::uint64_t objective_of(std::span<const plan_slot> slots, std::size_t ranks,
+                               std::size_t steps) {
+        tally(slots, ranks, steps);
+        const std::size_t d = m_table.stages;
+        std::uint64_t sum = 0;
+        for (std::size_t step = 0; step < steps; ++step)
+            for (std::size_t s = 0; s < d; ++s) {
+                std::uint64_t top = 0;
+                for (std::size_t r = 0; r < ranks; ++r)
+                    top = std::max(top, m_load[(step * ranks + r) * d + s]);
+                sum += top;
+            }
+        return sum;
+    }
+    // The least objective any sharing of `slots`' micro-steps among the ranks can have.
+    std::uint64_t bound_of(std::span<const plan_slot> slots, std::size_t ranks, std::size_t steps) {
+        tally(slots, ranks, steps);
+        const std::size_t d = m_table.stages;
+        std::uint64_t sum = 0;
+        for (std::size_t step = 0; step < steps; ++step)
+            for (std::size_t s = 0; s < d; ++s) {
+                std::uint64_t total = 0;
+                for (std::size_t r = 0; r < ranks; ++r) total += m_load[(step * ranks + r) * d + s];
+                sum += std::max((total + ranks - 1) / ranks, m_dearest[step * d + s]);
+            }
+        return sum;
+    }
+
+    std::vector<double> m_scalar;
+    std::vector<plan_slot> m_tried;
+    std::vector<std::uint64_t> m_load, m_dearest;
+    step_restager m_restager;
+};
+
+} // namespace detail::stages
+
 /// Plans held batches of stage costs, keeping its scratch between them.
-class held_stage_planner {
+class held_stage_planner : detail::stages::stage_planner_base {
 public:
     /// Plans the held batch whose record i has the D = `stages` costs costs[i*D .. i*D+D) (n
     /// records, n a multiple of R) into out[i] = {micro-step, rank}, as
@@ -58,107 +255,78 @@ public:
     /// objective is never above the summed plan's. With D = 1 it is held_batch_planner's plan,
     /// unchanged. Integers only: the same on every rank, compiler and flag.
     ///
-    /// Throws bcl::error (prefixed with `who`) for D of 0 or above max_plan_stages, costs not a
-    /// whole number of rows, a bad cost (naming its record and stage), and what
-    /// held_batch_planner::plan throws, changing nothing. O(n log n + n * R * B * D) per pass.
+    /// Throws bcl::error (prefixed with `who`) for what check_stage_costs refuses (naming the
+    /// record and stage), and what held_batch_planner::plan throws, changing nothing.
+    /// O(n log n + n * R * B * D) per pass.
     stage_plan_summary plan(std::span<const double> costs, std::size_t stages, std::size_t ranks,
                             std::size_t batch, const plan_options& opt, std::span<plan_slot> out,
                             std::string_view who = "bcl::held_stage_planner") {
-        if (stages == 0 || stages > max_plan_stages)
-            throw error(std::string(who) + ": " + std::to_string(stages) +
-                        " stages; a record has 1 to " + std::to_string(max_plan_stages));
-        if (costs.size() % stages != 0)
-            throw error(std::string(who) + ": " + std::to_string(costs.size()) +
-                        " costs are not rows of " + std::to_string(stages) + " stages");
-        const std::size_t n = costs.size() / stages;
-        for (std::size_t k = 0; k < costs.size(); ++k)
-            if (!valid_cost(costs[k])) [[unlikely]]
-                throw_invalid_cost(std::string(who) + ": record " + std::to_string(k / stages) +
-                                       "'s cost of stage " + std::to_string(k % stages) + " is ",
-                                   costs[k]);
-        m_summed.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            double s = 0.0;
-            for (std::size_t d = 0; d < stages; ++d) s += costs[i * stages + d];
-            m_summed[i] = s;
-        }
+        const std::size_t n = check_stage_costs(costs, stages, who);
         if (out.size() != n)
             throw error(std::string(who) + ": the plan has " + std::to_string(out.size()) +
                         " slots for " + std::to_string(n) + " records");
-        m_slots.resize(n);
-        const plan_summary flat = m_held.plan(m_summed, ranks, batch, opt, m_slots, who);
-        stage_plan_summary summary;
-        summary.stages = stages;
-        summary.ranks = ranks;
-        summary.micro_steps = flat.steps;
-        m_table.assign(costs, stages);
-        restage(ranks, summary);
+        const stage_plan_summary summary = plan_stages(
+            costs, stages, ranks, n, [&](std::span<const double> scalars, std::span<plan_slot> to) {
+                return m_held.plan(scalars, ranks, batch, opt, to, who);
+            });
         std::copy(m_slots.begin(), m_slots.end(), out.begin());
         return summary;
     }
 
 private:
-    // Each micro-step's records shared among the ranks by stage (D > 1), and the summary's
-    // figures, in cost units.
-    void restage(std::size_t ranks, stage_plan_summary& summary) {
-        const std::size_t n = m_slots.size();
-        const std::size_t d = m_table.stages;
-        const double unit = m_table.unit;
-        // The records of each micro-step, in input order.
-        m_first.assign(summary.micro_steps + 1, 0);
-        for (const plan_slot& s : m_slots) ++m_first[s.step + 1];
-        for (std::size_t k = 1; k < m_first.size(); ++k) m_first[k] += m_first[k - 1];
-        m_records.resize(n);
-        m_fill.assign(m_first.begin(), m_first.end() - 1);
-        for (std::size_t i = 0; i < n; ++i)
-            m_records[m_fill[m_slots[i].step]++] = static_cast<std::uint32_t>(i);
-        for (std::size_t step = 0; step < summary.micro_steps; ++step) {
-            const std::span<const std::uint32_t> records =
-                std::span<const std::uint32_t>(m_records).subspan(m_first[step], m_first[step + 1] -
-                                                                                     m_first[step]);
-            m_kept.resize(records.size());
-            m_counts.assign(ranks, 0);
-            for (std::size_t k = 0; k < records.size(); ++k) {
-                m_kept[k] = m_slots[records[k]].rank;
-                ++m_counts[m_kept[k]];
-            }
-            const std::uint64_t flat = m_stages.objective(records, m_kept, ranks, m_table);
-            const std::uint64_t least = detail::stages::step_stages::bound(records, ranks, m_table);
-            std::uint64_t best = flat;
-            // A step at its bound has nothing to gain; the fresh deal is tried only where the
-            // summed plan's ranks, improved, stay above it.
-            if (d > 1 && flat > least) {
-                m_tried.assign(m_kept.begin(), m_kept.end());
-                const std::uint64_t kept = m_stages.improve(records, m_tried, ranks, m_table);
-                std::uint64_t fresh = kept;
-                if (kept > least) {
-                    m_fresh.resize(records.size());
-                    m_stages.deal(records, m_counts, m_fresh, m_table);
-                    fresh = m_stages.improve(records, m_fresh, ranks, m_table);
-                }
-                const bool take_fresh = fresh < kept;
-                if (std::min(kept, fresh) < flat) {
-                    const std::vector<std::uint32_t>& better = take_fresh ? m_fresh : m_tried;
-                    for (std::size_t k = 0; k < records.size(); ++k)
-                        m_slots[records[k]].rank = better[k];
-                    best = std::min(kept, fresh);
-                    ++summary.steps_restaged;
-                }
-            }
-            summary.objective += static_cast<double>(best) * unit;
-            summary.summed_objective += static_cast<double>(flat) * unit;
-            summary.lower_bound += static_cast<double>(least) * unit;
-        }
-        for (const std::uint64_t c : m_table.cost) summary.total += static_cast<double>(c) * unit;
+    held_batch_planner m_held;
+};
+
+/// Plans windows of a global plan of stage costs (a stream's R*K*B records at a time), keeping
+/// its scratch between them.
+class stage_window_planner : detail::stages::stage_planner_base {
+public:
+    /// Plans the window whose record i has the D = `stages` costs costs[i*D .. i*D+D) into
+    /// out[i] = {step, rank}: bcl::global_planner::plan's plan of the summed costs in `shape`
+    /// (its steps, B records a rank each but the last), then each step's records shared among
+    /// its ranks again by stage as held_stage_planner shares a micro-step's. With D = 1 it is
+    /// global_planner's plan, unchanged. window_summary() gives the same figures as a
+    /// bcl::plan_summary (of the stage objective, in this plan's fixed point), for an epoch's
+    /// sums.
+    ///
+    /// Throws bcl::error (prefixed with `who`) for what check_stage_costs and
+    /// global_planner::plan refuse, changing nothing. O(n log n + n * R * B * D) per pass.
+    stage_plan_summary plan(std::span<const double> costs, std::size_t stages,
+                            const plan_shape& shape, const plan_options& opt,
+                            std::span<plan_slot> out,
+                            std::string_view who = "bcl::stage_window_planner") {
+        const std::size_t n = check_stage_costs(costs, stages, who);
+        if (out.size() != n)
+            throw error(std::string(who) + ": the plan has " + std::to_string(out.size()) +
+                        " slots for " + std::to_string(n) + " records");
+        const stage_plan_summary summary =
+            plan_stages(costs, stages, shape.ranks, n,
+                        [&](std::span<const double> scalars, std::span<plan_slot> to) {
+                            return m_global.plan(scalars, shape, opt, to);
+                        });
+        std::copy(m_slots.begin(), m_slots.end(), out.begin());
+        m_stages = stages;
+        return summary;
     }
 
-    held_batch_planner m_held;
-    detail::stages::stage_table m_table;
-    detail::stages::step_stages m_stages;
-    std::vector<double> m_summed;
-    std::vector<plan_slot> m_slots;
-    std::vector<std::size_t> m_first, m_fill, m_counts;
-    std::vector<std::uint32_t> m_records, m_kept, m_tried, m_fresh;
+    /// The last plan's figures as a bcl::plan_summary: with D = 1 global_planner's own; else its
+    /// digest plan_digest of the plan, its total, objective and lower bound the stage figures
+    /// in the stage table's fixed point (its unit 2^-scale), heaviest the dearest step.
+    [[nodiscard]] plan_summary window_summary() const {
+        if (m_stages == 1) return m_flat;
+        plan_summary s = m_flat;
+        s.digest = plan_digest(m_slots);
+        s.scale = -std::ilogb(m_table.unit);
+        s.total = m_figures.total;
+        s.objective = m_figures.objective;
+        s.lower_bound = m_figures.lower_bound;
+        s.heaviest = m_figures.heaviest;
+        return s;
+    }
+
+private:
+    global_planner m_global;
+    std::size_t m_stages = 1;
 };
 
 } // namespace bcl

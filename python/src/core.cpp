@@ -322,6 +322,25 @@ PYBIND11_MODULE(_core, m) {
              py::arg("table"), py::arg("order"), py::arg("ranks"), py::arg("steps"),
              py::arg("batch"), py::arg("rank"), py::arg("batching"), py::arg("cap"),
              py::arg("level_steps"), py::arg("drop_last"))
+        .def(py::init([](const value_array& stage_costs, const index_array& order,
+                         std::size_t ranks, std::size_t steps, std::size_t batch, std::size_t rank,
+                         bcl::batch_cost batching, double cap, bool level_steps, bool drop_last) {
+                 bcl::plan_options opt;
+                 opt.batching = batching;
+                 opt.cap = cap;
+                 opt.level_steps = level_steps;
+                 return global_epoch(stage_costs, order,
+                                     bcl::epoch_shape{.ranks = ranks,
+                                                      .lookahead = steps,
+                                                      .batch = batch,
+                                                      .drop_last = drop_last},
+                                     rank, opt);
+             }),
+             py::arg("table"), py::arg("order"), py::arg("ranks"), py::arg("steps"),
+             py::arg("batch"), py::arg("rank"), py::arg("batching"), py::arg("cap"),
+             py::arg("level_steps"), py::arg("drop_last"),
+             "The same over an (N, D) float64 table of stage costs, checked before "
+             "(check_stage_costs).")
         .def_property_readonly("batches", &global_epoch::batches)
         .def_property_readonly("digest", &global_epoch::digest)
         .def("batch", &global_epoch::batch, py::arg("i"))
@@ -332,10 +351,11 @@ PYBIND11_MODULE(_core, m) {
                                                      integers_only);
              }),
              py::arg("values"), py::arg("what"), py::arg("integers_only") = false,
-             "A table read in place (any integer or float32/float64 1-d C-contiguous array, a "
-             "memory map too; integers only with integers_only), checked once; bcl.Error naming "
+             "A table read in place (any integer or float32/float64 1-d C-contiguous array, or an "
+             "(N, D) one of stage costs; a memory map too; integers only with integers_only), checked once; bcl.Error naming "
              "the first bad entry.")
         .def("__len__", &table_view::size)
+        .def_property_readonly("stages", &table_view::stages)
         .def_property_readonly("digest", &table_view::digest);
     py::class_<global_windows>(m, "global_windows")
         .def(
@@ -412,6 +432,19 @@ PYBIND11_MODULE(_core, m) {
         "(bcl::held_batch_planner).");
     m.attr("max_plan_stages") = bcl::max_plan_stages;
     m.def(
+        "check_stage_costs",
+        [](const py::array_t<double, py::array::c_style | py::array::forcecast>& costs,
+           std::string_view who) {
+            if (costs.ndim() != 2)
+                throw bcl::error(std::string(who) + ": stage costs must be a table of shape (N, D)");
+            (void)bcl::check_stage_costs(
+                std::span<const double>(costs.data(), static_cast<std::size_t>(costs.size())),
+                static_cast<std::size_t>(costs.shape(1)), who);
+        },
+        py::arg("costs"), py::arg("who"),
+        "bcl.Error (prefixed with `who`) naming the record and stage of the first cost of an "
+        "(N, D) table that is not a valid cost (bcl::check_stage_costs).");
+    m.def(
         "plan_stage_batch",
         [](const py::array_t<double, py::array::c_style | py::array::forcecast>& costs,
            std::size_t ranks, std::size_t batch, bcl::batch_cost batching, bool level_steps) {
@@ -438,6 +471,7 @@ PYBIND11_MODULE(_core, m) {
             summary["summed_objective"] = s.summed_objective;
             summary["lower_bound"] = s.lower_bound;
             summary["steps_restaged"] = s.steps_restaged;
+            summary["steps_from_stage"] = s.steps_from_stage;
             summary["efficiency"] = s.efficiency();
             return py::make_tuple(rank_lists(slots, ranks), summary);
         },

@@ -36,6 +36,22 @@ public:
         planner.share(costs, all, shape, rank, opt, m_share, "bcl.DistributedBalancedBatchSampler");
     }
 
+    /// The same over a table of stage costs (N rows of D, float64, C-contiguous; its costs
+    /// checked before), each window planned by bcl::stage_window_planner.
+    global_epoch(const value_array& stage_costs, const index_array& order,
+                 const bcl::epoch_shape& shape, std::size_t rank, const bcl::plan_options& opt) {
+        if (stage_costs.ndim() != 2)
+            throw bcl::error("bcl.DistributedBalancedBatchSampler: stage costs must be a table "
+                             "of shape (N, D)");
+        const std::span<const std::int64_t> all = cost_table::span_of(order);
+        const bcl::stage_table_view table{
+            std::span<const double>(stage_costs.data(), static_cast<std::size_t>(stage_costs.size())),
+            static_cast<std::size_t>(stage_costs.shape(1))};
+        py::gil_scoped_release unlocked;
+        bcl::epoch_planner planner;
+        planner.share(table, all, shape, rank, opt, m_share, "bcl.DistributedBalancedBatchSampler");
+    }
+
     [[nodiscard]] std::size_t batches() const noexcept { return m_share.batches(); }
     /// Batch `i` of this rank, as a list of ints.
     [[nodiscard]] py::list batch(std::size_t i) const {

@@ -9,6 +9,7 @@
 #include <bcl/epoch_rest.hpp>
 #include <bcl/error.hpp>
 #include <bcl/keyed_epoch.hpp>
+#include <bcl/stage_plan.hpp>
 
 #include <pybind11/pybind11.h>
 
@@ -26,10 +27,19 @@ namespace py = pybind11;
 class global_windows {
     static constexpr const char* who = "bcl.DistributedBalancedBatchSampler";
 
-    // Calls f(cost_of) with the table's costs read in place, in the table's own type.
+    // Calls f(cost_of) with the table's costs read in place, in the table's own type: one cost
+    // a record, or a stage table's rows (bcl::stage_rows).
     template <class F>
     auto read(F&& f) {
         return m_table->read([&](const auto* data) {
+            const std::size_t d = m_table->stages();
+            if (d > 1) {
+                const bcl::stage_rows rows{d, [data, d](std::uint64_t index, std::span<double> row) {
+                                               for (std::size_t s = 0; s < d; ++s)
+                                                   row[s] = static_cast<double>(data[index * d + s]);
+                                           }};
+                return f(rows);
+            }
             const auto cost_of = [data](std::uint64_t index) {
                 return static_cast<double>(data[index]);
             };

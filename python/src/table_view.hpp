@@ -1,12 +1,14 @@
 #pragma once
-// A cost table read in place: a one-dimensional, C-contiguous numpy array of any integer or
-// floating dtype (a memory map from np.load(path, mmap_mode="r") included), held by reference,
+// A cost table read in place: a one-dimensional (or, for stage costs, (N, D)) C-contiguous numpy
+// array of any integer or floating dtype (a memory map from np.load(path, mmap_mode="r") included), held by reference,
 // each entry read as a double when a window needs it. Checked once, in one streaming pass that
 // also takes its digest, so that a table of 1e9 records costs no copy of itself.
 
 #include <bcl/cost_check.hpp>
+#include <bcl/detail/random.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/error.hpp>
+#include <bcl/stage_plan.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -38,9 +40,15 @@ public:
     template <class Check>
     table_view(py::array values, std::string what, bool integers_only, Check&& check)
         : m_values(std::move(values)), m_what(std::move(what)) {
-        if (m_values.ndim() != 1)
+        // A table of stage costs is (N, D): D costs a record, row after row.
+        const bool rows = m_values.ndim() == 2 && !integers_only;
+        if (m_values.ndim() != 1 && !rows)
             throw bcl::error(m_what + " must be one-dimensional (got " +
                              std::to_string(m_values.ndim()) + " dimensions)");
+        if (rows) {
+            m_stages = static_cast<std::size_t>(m_values.shape(1));
+            bcl::check_stage_shape(m_stages, m_stages, m_what);
+        }
         if (!(m_values.flags() & py::array::c_style))
             throw bcl::error(m_what + " must be C-contiguous to be read in place");
         const char kind = m_values.dtype().kind();
@@ -56,24 +64,31 @@ public:
                              " must hold integers or float32/float64 to be read in place "
                              "(got dtype " +
                              std::string(py::str(m_values.dtype())) + ")");
-        m_size = static_cast<std::size_t>(m_values.size());
+        const auto entries = static_cast<std::size_t>(m_values.size());
+        m_size = entries / m_stages;
         m_digest = read([&](const auto* data) {
-            bcl::cost_table_digester digester(m_size);
+            bcl::cost_table_digester digester(entries);
             py::gil_scoped_release unlocked;
-            for (std::size_t i = 0; i < m_size; ++i) {
+            for (std::size_t i = 0; i < entries; ++i) {
                 const auto c = static_cast<double>(data[i]);
                 if (!bcl::valid_cost(c)) [[unlikely]] {
                     py::gil_scoped_acquire locked;
-                    bcl::throw_invalid_cost(m_what + "[" + std::to_string(i) + "] is ", c);
+                    bcl::throw_invalid_cost(m_what + "[" + entry_name(i) + "] is ", c);
                 }
                 check(i, data[i]);
                 digester.add(c);
             }
             return digester.digest();
         });
+        // A table of D > 1 stages digests its values row after row and then its D, so that it
+        // never shares a digest with the same values as one cost a record.
+        if (m_stages > 1) m_digest = bcl::detail::mix64(m_digest ^ m_stages);
     }
 
+    /// The records: the table's rows.
     [[nodiscard]] std::size_t size() const noexcept { return m_size; }
+    /// The costs a record: D of a table of stage costs, else 1.
+    [[nodiscard]] std::size_t stages() const noexcept { return m_stages; }
     /// The digest of the table's values as doubles: bcl::cost_table_digest of their conversion.
     [[nodiscard]] std::uint64_t digest() const noexcept { return m_digest; }
 
@@ -125,9 +140,16 @@ public:
     }
 
 private:
+    // Entry i of the values, as the user indexes it: "i", or "record, stage" of a stage table.
+    [[nodiscard]] std::string entry_name(std::size_t i) const {
+        if (m_stages == 1) return std::to_string(i);
+        return std::to_string(i / m_stages) + ", " + std::to_string(i % m_stages);
+    }
+
     py::array m_values;
     std::string m_what;
     std::size_t m_size = 0;
+    std::size_t m_stages = 1;
     std::uint64_t m_digest = 0;
 };
 

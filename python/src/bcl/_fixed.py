@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _core
 from . import _inputs as inputs
+from . import _stages
 from ._core import Error
 
 
@@ -61,13 +62,32 @@ class FixedShape:
         # place: nothing of the epoch's size is made, the table itself not copied. randperm's
         # order is a whole array anyway; its epoch is planned whole (_core.global_epoch).
         self.keyed = keyed
-        if keyed:
+        # A table of shape (N, D) holds D stage costs a record (a vision encoder's and a
+        # language model's): each window's steps are balanced stage by stage. One column plans
+        # as one cost a record.
+        stages = _stages.stage_costs("costs", costs)
+        if stages is not None and stages.shape[1] == 1:
+            costs, stages = stages[:, 0], None
+        self.stages = 1 if stages is None else int(stages.shape[1])
+        if stages is not None:
+            for name, value, default in (
+                ("cap", cap, None), ("batching", self.batching, _core.batch_cost.packed),
+            ):
+                if value is not default and value != default:
+                    raise Error(
+                        f"{who}: {name}={value!r} is for one cost a record; stage costs are "
+                        "planned packed, uncapped (leave it out)"
+                    )
+            _core.check_stage_costs(stages, who)  # naming the record and the stage
+            table = stages
+            self.table = _core.table_view(stages, "costs") if keyed else stages
+        elif keyed:
             table = inputs.table_in_place("costs", costs)
             self.table = _core.table_view(table, "costs")  # every cost checked, its digest taken
         else:
             table = inputs.real_array("costs", costs)
             self.table = _core.cost_table(table, None)  # checks every cost, naming its index
-        self.cap = inputs.table_cap(cap, table)  # a quantile of the (checked) table
+        self.cap = inputs.table_cap(cap, table) if stages is None else 0.0
         self.num_replicas = num_replicas
         self.lookahead = lookahead
         self.drop_last = drop_last
@@ -76,10 +96,13 @@ class FixedShape:
 
     def settings(self) -> dict:
         """The settings a state carries, beside the sampler's own."""
-        return {
+        settings = {
             "batch_size": self.batch_size, "drop_last": self.drop_last,
             "batching": str(self.batching.name), "cap": self.cap, "level_steps": self.level_steps,
         }  # fmt: skip
+        if self.stages > 1:  # (one cost a record: the settings as they always were)
+            settings["stages"] = self.stages
+        return settings
 
     def epoch_length(self, planned: Callable[[], Any]) -> int:
         """This rank's batches in an epoch: the same in every epoch, known without a plan

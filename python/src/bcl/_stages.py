@@ -22,7 +22,8 @@ class StagePlan(list):
     ``objective`` (the sum over micro-steps and stages of the slowest rank's load),
     ``summed_objective`` (the same for the plan of the summed costs alone), ``lower_bound``
     (the sum over micro-steps and stages of the larger of the ranks' mean and the dearest
-    record), ``steps_restaged`` (micro-steps whose ranks the stages changed) and ``efficiency``
+    record), ``steps_restaged`` (micro-steps whose ranks the stages changed), ``steps_from_stage``
+    (whose plan's micro-steps were kept: -1 the summed costs', d stage d's alone) and ``efficiency``
     (total / (R * objective))."""
 
     summary: dict

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _core
 from . import _inputs as inputs
+from . import _stages
 from ._core import Error
 from ._cost import AffineQuadratic
 from ._options import MEAN_COST_MODES, balancer_options, calibration_prior
@@ -180,6 +181,16 @@ class BalancedBatchSampler(StatefulBatchSampler):
         opt, self._mean_cost_mode = balancer_options(arguments, of="indices")
         if costs is None:
             raise Error("costs is required: the estimated cost of each dataset index")
+        table = _stages.stage_costs("costs", costs)
+        if table is not None and table.shape[1] == 1:
+            costs = table[:, 0]  # one column: one cost a record
+        elif table is not None:
+            raise Error(
+                f"{_WHO}: costs of shape (N, D) are stage costs, which the rank-local balancer "
+                "does not take (it balances one cost a record); "
+                "bcl.DistributedBalancedBatchSampler and bcl.plan_batches plan them, or pass each "
+                "record's summed cost"
+            )
         self._prefetch_limit = inputs.whole("prefetch_limit", prefetch_limit)
         self.sampler = sampler
         self.batch_size: int = opt.batch_size

@@ -9,6 +9,7 @@
 
 #include "support/distributions.hpp"
 
+#include <bcl/detail/stages/step_stages.hpp>
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/held_batch.hpp>
@@ -57,12 +58,17 @@ std::vector<double> vision_language(std::size_t n, std::uint64_t seed) {
     return out;
 }
 
-// Each record's summed cost (stage -1) or its cost of one stage.
+// What the planner plans a record's micro-steps on: its summed cost (stage -1) or its cost of one
+// stage, in the stage table's fixed point (its integers, one unit for every stage); with one
+// stage the costs themselves.
 std::vector<double> column(const std::vector<double>& costs, std::size_t d, int stage) {
+    if (d == 1) return costs;
+    bcl::detail::stages::stage_table t;
+    t.assign(costs, d);
     std::vector<double> out(costs.size() / d, 0.0);
     for (std::size_t i = 0; i < out.size(); ++i)
-        for (std::size_t k = 0; k < d; ++k)
-            if (stage < 0 || static_cast<std::size_t>(stage) == k) out[i] += costs[i * d + k];
+        out[i] =
+            static_cast<double>(stage < 0 ? t.sum(i) : t.of(i)[static_cast<std::size_t>(stage)]);
     return out;
 }
 

@@ -105,16 +105,17 @@ namespace detail::stages {
 /// What plans of stage costs share: the choice of the micro-steps and their restaging.
 ///
 /// Which records share a micro-step is decided by a plan of one number a record (the summed
-/// cost, or one stage's alone); then each micro-step's records are shared among the ranks by
-/// stage. The summed cost is not always the number to align steps on: where one stage is
-/// heavy-tailed (an encoder over a few huge images) and another smooth (the language model's
-/// tokens), a plan on the summed cost scatters the heavy-tailed stage's dearest records over
-/// many micro-steps, and each of them then waits for its own; a plan on that stage alone puts
-/// them together, and the smooth stage is levelled within each micro-step by the restaging.
-/// So the summed cost and each stage alone are tried, and the one whose micro-steps admit the
-/// least objective (their bound, step_stages::bound summed over micro-steps; ties to the
-/// earlier: the summed cost first) is restaged. Should its restaged objective exceed the
-/// summed plan's own, the summed plan is restaged instead: never above the summed plan.
+/// cost, or one stage's alone; with D > 1 the stage table's integers, exact everywhere); then each
+/// micro-step's records are shared among the ranks by stage. The summed cost is not always the
+/// number to align steps on: where one stage is heavy-tailed (an encoder over a few huge images)
+/// and another smooth (the language model's tokens), a plan on the summed cost scatters the
+/// heavy-tailed stage's dearest records over many micro-steps, and each of them then waits for its
+/// own; a plan on that stage alone puts them together, and the smooth stage is levelled within each
+/// micro-step by the restaging. So the summed cost and each stage alone are tried, and the one
+/// whose micro-steps admit the least objective (their bound, step_stages::bound summed over
+/// micro-steps; ties to the earlier: the summed cost first) is restaged. Should its restaged
+/// objective exceed the summed plan's own, the summed plan is restaged instead: never above the
+/// summed plan.
 class stage_planner_base {
 protected:
     /// Plans the n rows of `costs` (checked before): `plan_flat(scalars, slots)` plans one
@@ -125,11 +126,7 @@ protected:
                                    std::size_t ranks, std::size_t n, PlanFlat&& plan_flat) {
         m_table.assign(costs, stages);
         m_scalar.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            double sum = 0.0;
-            for (std::size_t d = 0; d < stages; ++d) sum += costs[i * stages + d];
-            m_scalar[i] = sum;
-        }
+        scalars_of(costs, stages, n, summed);
         m_slots.resize(n);
         m_flat = plan_flat(std::span<const double>(m_scalar), std::span<plan_slot>(m_slots));
         const std::size_t steps = m_flat.steps;
@@ -139,7 +136,7 @@ protected:
             std::uint64_t least = bound_of(m_slots, ranks, steps);
             m_tried.resize(n);
             for (std::size_t d = 0; d < stages; ++d) {
-                for (std::size_t i = 0; i < n; ++i) m_scalar[i] = costs[i * stages + d];
+                scalars_of(costs, stages, n, d);
                 const plan_summary f =
                     plan_flat(std::span<const double>(m_scalar), std::span<plan_slot>(m_tried));
                 const std::uint64_t b = bound_of(m_tried, ranks, steps);
@@ -154,7 +151,7 @@ protected:
         restage_figures f =
             m_restager.restage(m_table, std::span<plan_slot>(m_slots), ranks, steps);
         if (f.objective > summed_objective) { // (only a stage's own steps can be above it)
-            sum_into_scalar(costs, stages, n);
+            scalars_of(costs, stages, n, summed);
             m_flat = plan_flat(std::span<const double>(m_scalar), std::span<plan_slot>(m_slots));
             f = m_restager.restage(m_table, std::span<plan_slot>(m_slots), ranks, steps);
             chosen = stages;
@@ -183,13 +180,24 @@ protected:
     std::size_t m_aligned_on = 0;
 
 private:
-    void sum_into_scalar(std::span<const double> costs, std::size_t stages, std::size_t n) {
-        for (std::size_t i = 0; i < n; ++i) {
-            double sum = 0.0;
-            for (std::size_t d = 0; d < stages; ++d) sum += costs[i * stages + d];
-            m_scalar[i] = sum;
+    static constexpr std::size_t summed = max_stages; // scalars_of's "every stage"
+
+    // Each record's number to plan on, into m_scalar: its summed cost (`stage` summed) or its
+    // cost of one stage. One stage: the costs themselves, so that D = 1 plans as one cost a
+    // record, bit for bit. More: the stage table's integers (below 2^32 for a record, so exact
+    // as doubles), never a double sum, which could round differently under other flags, or
+    // exceed bcl::max_estimate though no stage does.
+    void scalars_of(std::span<const double> costs, std::size_t stages, std::size_t n,
+                    std::size_t stage) {
+        if (stages == 1) {
+            std::copy(costs.begin(), costs.end(), m_scalar.begin());
+            return;
         }
+        for (std::size_t i = 0; i < n; ++i)
+            m_scalar[i] =
+                static_cast<double>(stage == summed ? m_table.sum(i) : m_table.of(i)[stage]);
     }
+
     // Per micro-step and stage, the ranks' loads' sum, the largest rank load and the dearest
     // record, into m_sums, m_top and m_dearest; m_load by step, rank, stage.
     void tally(std::span<const plan_slot> slots, std::size_t ranks, std::size_t steps) {
@@ -246,14 +254,16 @@ private:
 class held_stage_planner : detail::stages::stage_planner_base {
 public:
     /// Plans the held batch whose record i has the D = `stages` costs costs[i*D .. i*D+D) (n
-    /// records, n a multiple of R) into out[i] = {micro-step, rank}, as
-    /// bcl::held_batch_planner::plan plans the records' summed costs (every rank m = n / R
-    /// records in ceil(m / B) micro-steps of B but the last), then each micro-step's records
-    /// shared among its ranks again, every rank keeping its count, where that lowers the
-    /// micro-step's sum over stages of the largest rank load (a deal by stage and swaps, from
-    /// the summed plan's ranks and afresh; the lighter kept, ties to the summed plan). So the
+    /// records, n a multiple of R) into out[i] = {micro-step, rank}: the micro-steps of
+    /// bcl::held_batch_planner::plan's plan of the records' summed costs or of one stage's
+    /// alone, whichever admits the least objective (every rank m = n / R records in
+    /// ceil(m / B) micro-steps of B but the last; stage_planner_base says how), then each
+    /// micro-step's records shared among its ranks again, every rank keeping its count, where
+    /// that lowers the micro-step's sum over stages of the largest rank load (a deal by stage
+    /// and swaps, from the plan's ranks and afresh; the lighter kept, ties to the plan's). The
     /// objective is never above the summed plan's. With D = 1 it is held_batch_planner's plan,
-    /// unchanged. Integers only: the same on every rank, compiler and flag.
+    /// unchanged. With D > 1 every choice is made on the stage table's integers: the same on
+    /// every rank, compiler and flag.
     ///
     /// Throws bcl::error (prefixed with `who`) for what check_stage_costs refuses (naming the
     /// record and stage), and what held_batch_planner::plan throws, changing nothing.
@@ -282,10 +292,11 @@ private:
 class stage_window_planner : detail::stages::stage_planner_base {
 public:
     /// Plans the window whose record i has the D = `stages` costs costs[i*D .. i*D+D) into
-    /// out[i] = {step, rank}: bcl::global_planner::plan's plan of the summed costs in `shape`
-    /// (its steps, B records a rank each but the last), then each step's records shared among
-    /// its ranks again by stage as held_stage_planner shares a micro-step's. With D = 1 it is
-    /// global_planner's plan, unchanged. window_summary() gives the same figures as a
+    /// out[i] = {step, rank}: the steps of bcl::global_planner::plan's plan in `shape` of the
+    /// summed costs or of one stage's alone, whichever admits the least objective (B records a
+    /// rank a step but the last), then each step's records shared among its ranks again by
+    /// stage as held_stage_planner shares a micro-step's. With D = 1 it is global_planner's
+    /// plan, unchanged. window_summary() gives the same figures as a
     /// bcl::plan_summary (of the stage objective, in this plan's fixed point), for an epoch's
     /// sums.
     ///

@@ -12,6 +12,7 @@
 #include <bcl/token_budget.hpp>
 #include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
+#include <bcl/token_stage_plan.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -156,6 +157,52 @@ plan_micro_batches(const token_array& tokens, const std::optional<value_array>& 
     return py::make_tuple(plan, summary_dict(s));
 }
 
+/// bcl.plan_micro_batches over an (N, D) table of stage costs (bcl::token_stage_planner): as
+/// plan_micro_batches, the summary with the stage figures.
+[[nodiscard]] inline py::tuple
+plan_stage_micro_batches(const token_array& tokens, const value_array& costs,
+                         const std::optional<token_array>& groups, const bcl::token_budget& budget,
+                         std::size_t steps, bool oversized_alone, bool group_together,
+                         bool allow_empty, std::uint64_t pad_to_multiple_of) {
+    if (costs.ndim() != 2)
+        throw bcl::error("bcl.plan_micro_batches: stage costs must be a table of shape (N, D)");
+    const std::span<const std::uint64_t> t = span_of(tokens);
+    const auto d = static_cast<std::size_t>(costs.shape(1));
+    std::vector<bcl::micro_slot> slots(t.size());
+    const bcl::token_plan_options opt =
+        token_options(oversized_alone, group_together, allow_empty, pad_to_multiple_of);
+    bcl::token_stage_summary s;
+    {
+        py::gil_scoped_release unlocked;
+        constexpr std::string_view who = "bcl.plan_micro_batches";
+        // The lengths and settings; the stage costs are checked by the planner, naming record
+        // and stage.
+        check_token_input(t, std::nullopt, budget, steps, std::nullopt, opt, "record", who);
+        bcl::token_stage_planner planner;
+        s = planner.plan_held(
+            t, std::span<const double>(costs.data(), static_cast<std::size_t>(costs.size())), d,
+            span_of(groups), budget, steps, opt, slots, who);
+    }
+    std::vector<std::vector<std::vector<std::int64_t>>> out(
+        budget.ranks, std::vector<std::vector<std::int64_t>>(s.plan.micro_steps));
+    for (std::size_t i = 0; i < t.size(); ++i)
+        out[slots[i].rank][s.plan.first_micro_step(slots[i].step) + slots[i].micro].push_back(
+            static_cast<std::int64_t>(i));
+    py::list plan;
+    for (const auto& rank : out) plan.append(py::cast(rank));
+    py::dict summary = summary_dict(s.plan);
+    // The cost figures are the stages': the plan's own are those of the numbers it was made on.
+    summary["stages"] = s.stages;
+    summary["total"] = s.total;
+    summary["objective"] = s.objective;
+    summary["summed_objective"] = s.summed_objective;
+    summary["lower_bound"] = s.lower_bound;
+    summary["steps_restaged"] = s.steps_restaged;
+    summary["steps_from_stage"] = s.steps_from_stage;
+    summary["efficiency"] = s.efficiency();
+    return py::make_tuple(plan, summary);
+}
+
 /// One epoch of the sampler's token mode for one rank: its share of the epoch's token plan
 /// (bcl::token_epoch_planner), micro-batch by micro-batch. The same names as global_epoch
 /// (batches, batch(i), digest, stats()), so the sampler's pass reads either.
@@ -247,6 +294,12 @@ inline void define_token_plans(py::module_& m) {
         "bcl.Error for token-plan input no plan takes (check_token_input): the settings, costs "
         "of another length, a length above max_tokens (naming `what` and its index), a bad "
         "cost (naming costs[i]).");
+    m.def("plan_stage_micro_batches", &plan_stage_micro_batches, py::arg("tokens"),
+          py::arg("costs"), py::arg("groups"), py::arg("budget"), py::arg("steps"),
+          py::arg("oversized_alone"), py::arg("group_together"), py::arg("allow_empty"),
+          py::arg("pad_to_multiple_of"),
+          "bcl.plan_micro_batches with an (N, D) table of stage costs: (each rank's "
+          "micro-batches, the summary) (bcl::token_stage_planner::plan_held).");
     m.def("plan_micro_batches", &plan_micro_batches, py::arg("tokens"), py::arg("costs"),
           py::arg("groups"), py::arg("budget"), py::arg("steps"), py::arg("oversized_alone"),
           py::arg("group_together"), py::arg("allow_empty"), py::arg("pad_to_multiple_of"),

@@ -8,14 +8,18 @@
 // several shapes (short windows included), packed and padded batching, levelling on and off, a
 // cap, and costs with ties, zeros, subnormals, 1e-300, 1e120 (bcl::max_estimate) and heavy tails;
 // then held batches (bcl::held_batch_planner), whose plan may be verl's split, and token-budget
-// plans (bcl::token_planner: held batches and stream windows, groups, records alone above T).
+// plans (bcl::token_planner: held batches and stream windows, groups, records alone above T),
+// and, on a line of their own, plans of stage costs (bcl::held_stage_planner and
+// bcl::stage_window_planner, D = 2 to 4).
 //
-//   plan_digest            prints "windows <count> records <count> digest <hex>"
+//   plan_digest            prints "windows <count> records <count> digest <hex>", then
+//                          "stage plans <count> records <count> digest <hex>"
 
 #include <bcl/cost_estimator.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/held_batch.hpp>
 #include <bcl/keyed_order.hpp>
+#include <bcl/stage_plan.hpp>
 #include <bcl/token_plan.hpp>
 
 #include <bit>
@@ -182,6 +186,36 @@ void plan_tokens(digest_state& d, bcl::token_planner& planner, splitmix& rng) {
     d.records += s.records;
 }
 
+// A plan of stage costs: a held batch (bcl::held_stage_planner) or a window of the global plan
+// (bcl::stage_window_planner) of D = 2 to 4 stages, each stage's costs drawn as one-number costs
+// are (some stages all zero, some heavy-tailed), its slots and its integers into the digest.
+void plan_stages(digest_state& d, bcl::held_stage_planner& held, bcl::stage_window_planner& window,
+                 splitmix& rng, std::size_t ranks, std::size_t steps, std::size_t batch) {
+    const std::size_t stages = 2 + rng.below(3);
+    const bool whole = rng.below(2) == 0;
+    const std::size_t n = whole ? ranks * (1 + rng.below(steps * batch)) : ranks * steps * batch;
+    std::vector<double> costs(n * stages);
+    for (std::size_t s = 0; s < stages; ++s) {
+        const std::vector<double> column = draw_costs(rng, n);
+        for (std::size_t i = 0; i < n; ++i) costs[i * stages + s] = column[i];
+    }
+    std::vector<bcl::plan_slot> out(n);
+    bcl::stage_plan_summary s;
+    if (whole) {
+        s = held.plan(costs, stages, ranks, batch, {}, out);
+    } else {
+        s = window.plan(costs, stages, {ranks, steps, batch}, {}, out);
+    }
+    d.value = bcl::plan_digest(out, d.value);
+    const bcl::plan_slot figures[] = {
+        {static_cast<std::uint32_t>(s.micro_steps), static_cast<std::uint32_t>(s.steps_restaged)},
+        {static_cast<std::uint32_t>(s.steps_from_stage + 1), static_cast<std::uint32_t>(stages)},
+    };
+    d.value = bcl::plan_digest(figures, d.value);
+    ++d.windows;
+    d.records += n;
+}
+
 } // namespace
 
 int main() {
@@ -232,5 +266,20 @@ int main() {
     std::printf(
         "windows %llu records %llu digest %016llx\n", static_cast<unsigned long long>(d.windows),
         static_cast<unsigned long long>(d.records), static_cast<unsigned long long>(d.value));
+    // Stage costs, on a digest of their own: the line above is that of one cost a record.
+    digest_state staged;
+    bcl::held_stage_planner held_stages;
+    bcl::stage_window_planner window_stages;
+    for (int i = 0; i < 1500; ++i) {
+        // One draw per statement, as above.
+        const std::size_t ranks = small_ranks[rng.below(5)];
+        const std::size_t steps = small_steps[rng.below(4)];
+        const std::size_t batch = small_batches[rng.below(5)];
+        plan_stages(staged, held_stages, window_stages, rng, ranks, steps, batch);
+    }
+    std::printf("stage plans %llu records %llu digest %016llx\n",
+                static_cast<unsigned long long>(staged.windows),
+                static_cast<unsigned long long>(staged.records),
+                static_cast<unsigned long long>(staged.value));
     return 0;
 }

@@ -98,6 +98,13 @@ struct distributed_sampler_options {
     /// Token mode: how an epoch whose records cannot fill every rank's micro-batches ends.
     /// Default token_padding::repeat, as Python's sampler.
     token_padding padding = token_padding::repeat;
+
+    /// Fixed mode: D, the stage costs of each record (a vision encoder's and a language model's,
+    /// for a model whose stages synchronise separately): `costs` then holds N rows of D, row
+    /// after row, and each window's steps are balanced stage by stage (bcl::stage_window_planner,
+    /// docs/stages.md). 1 to bcl::max_plan_stages; 1 (the default) is one cost a record, the
+    /// plans unchanged. Must stay 1 in token mode and with a plan cap or padded batching.
+    std::size_t stages = 1;
 };
 
 } // namespace bcl::torch

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _core
 from . import _inputs as inputs
+from . import _stages
 from ._core import Error
 
 #: What ``oversized=`` takes: "error" refuses a record above max_tokens, "alone" gives it a
@@ -117,6 +118,7 @@ def plan_micro_batches(
     lengths: Any, num_ranks: int, max_tokens: int, costs: Any = None, groups: Any = None,
     multiple_of: int = 1, lookahead: int = 1, *, group_together: bool = False,
     oversized: str = "error", padding: str = "error", pad_to_multiple_of: int = 1,
+    sync: str = "stage",
 ) -> MicroBatchPlan:  # fmt: skip
     """For a trainer that holds a global batch (RL rollouts): each rank's micro-batches of at
     most ``max_tokens`` tokens, as many on every rank.
@@ -139,7 +141,11 @@ def plan_micro_batches(
         num_ranks: R, data-parallel ranks.
         max_tokens: T, the most tokens one micro-batch holds (at most 2^31).
         costs: each record's cost (a real number >= 0), or None for L + L^2/24576 (computed in
-            integers, the same on every platform).
+            integers, the same on every platform); or a table of shape (N, D), each record's
+            cost in each of D stages that synchronise separately (a vision encoder and a
+            language model under FSDP): the micro-steps are then balanced stage by stage, a
+            micro-step costing the sum over stages of its dearest micro-batch
+            (bcl::token_stage_planner, docs/stages.md); the budget stays on tokens.
         groups: None, or one id per record (an integer or a string): a group's records stay on
             one rank and in one step (GRPO: one prompt's responses); with ``group_together``
             also in one micro-batch.
@@ -156,6 +162,8 @@ def plan_micro_batches(
         pad_to_multiple_of: k, each record counts as its length rounded up to a multiple of k,
             for max_tokens and the default cost (context parallelism pads each sequence to a
             multiple of 2 * CP); 1 (default) counts lengths as they are; at most max_tokens.
+        sync: with stage costs, "stage" (default) balances them stage by stage; "step" plans
+            their sums (the stages meet once a micro-step).
 
     Returns:
         ``plan[rank]``, that rank's micro-batches in order, step after step (each a list of
@@ -168,7 +176,10 @@ def plan_micro_batches(
         ``tokens``, ``oversized`` (records above T), ``padding_micro_batches`` (empty ones),
         ``total`` (the costs' sum), ``objective`` (the sum over micro-steps of the dearest
         micro-batch), ``heaviest``, ``lower_bound`` (on the objective), ``efficiency`` (total /
-        (R * objective)), ``digest``.
+        (R * objective)), ``digest``. With stage costs, the cost figures are the stages' (the
+        objective: the sum over micro-steps and stages of the dearest micro-batch) and the
+        summary adds ``stages``, ``summed_objective`` (the plan of the summed costs'),
+        ``steps_restaged`` and ``steps_from_stage`` (as bcl.plan_batches').
 
     Raises:
         bcl.Error: naming the argument (and index) that is wrong: lengths that are not integers
@@ -190,7 +201,14 @@ def plan_micro_batches(
     pad = inputs.whole("pad_to_multiple_of", pad_to_multiple_of)
     if n == 0:
         raise Error(f"{who}: lengths is empty: no records to plan")
-    table = cost_values(costs)
+    if sync not in ("stage", "step"):
+        raise Error(f"{who}: sync must be 'stage' or 'step' (got {sync!r})")
+    stages = _stages.stage_costs("costs", costs)
+    if stages is not None and (stages.shape[1] == 1 or sync == "step"):
+        costs, stages = stages.sum(axis=1), None  # one number a record
+    if stages is not None and len(stages) != n:
+        raise Error(f"{who}: costs has {len(stages)} rows but lengths has {n}")
+    table = cost_values(costs) if stages is None else None
     ids = None
     if groups is not None:
         ids = inputs.group_ids("groups", groups)
@@ -204,9 +222,14 @@ def plan_micro_batches(
         _core.check_token_input(tokens, table, budget, k, None, alone, pad, "record", who)
         _check_groups(who, tokens, ids, groups, t, pad)
     # The records and settings are checked again there (check_token_input), before the plan.
-    ranks, summary = _core.plan_micro_batches(
-        tokens, table, ids, budget, k, alone, together, empty, pad
-    )
+    if stages is not None:
+        ranks, summary = _core.plan_stage_micro_batches(
+            tokens, stages, ids, budget, k, alone, together, empty, pad
+        )
+    else:
+        ranks, summary = _core.plan_micro_batches(
+            tokens, table, ids, budget, k, alone, together, empty, pad
+        )
     return MicroBatchPlan(list(ranks), dict(summary))
 
 
@@ -237,6 +260,15 @@ class TokenShape:
             raise Error(
                 f"{who}: lengths and costs must be whole tables (sequences, arrays or tensors): "
                 "every rank plans every rank's indices"
+            )
+        table = None if costs is None else _stages.stage_costs("costs", costs)
+        if table is not None and table.shape[1] == 1:
+            costs = table[:, 0]  # one column: one cost a record
+        elif table is not None:
+            raise Error(
+                f"{who}: costs of shape (N, D) are stage costs, which the token mode does not take "
+                "(it plans one cost a record); bcl.plan_micro_batches plans them for held batches, "
+                "and batches of batch_size for streams; or pass each record's summed cost"
             )
         self.who = who
         # order="keyed" plans window by window (_core.token_windows) over the tables read in

@@ -8,8 +8,10 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <bcl/detail/random.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/epoch_rest.hpp>
+#include <bcl/stage_plan.hpp>
 #include <bcl/torch/detail/archive.hpp>
 #include <bcl/torch/detail/distributed_keyed_pass.hpp>
 #include <bcl/torch/detail/distributed_options_check.hpp>
@@ -57,16 +59,22 @@ public:
                            const distributed_sampler_options& opt, const char* who)
         : m_costs(std::make_shared<const std::vector<double>>(std::move(costs))), m_options(opt) {
         check_fixed_mode(m_options, *m_costs, lengths, who);
-        m_layout = bcl::epoch_layout::of(m_costs->size(), epoch_shape_of(m_options));
+        m_layout = bcl::epoch_layout::of(dataset_size(), epoch_shape_of(m_options));
         m_costs_digest = bcl::cost_table_digest(*m_costs);
+        // A table of D > 1 stages digests its values and then its D, so that it never shares a
+        // digest (and an archive) with the same values as one cost a record.
+        if (m_options.stages > 1)
+            m_costs_digest = bcl::detail::mix64(m_costs_digest ^ m_options.stages);
         m_inputs_digest = keyed_inputs_digest(m_options, m_costs_digest);
-        m_pass = distributed_keyed_pass(m_costs);
+        m_pass = distributed_keyed_pass(m_costs, m_options.stages);
     }
 
     /// The settings, as given. O(1).
     [[nodiscard]] const distributed_sampler_options& options() const noexcept { return m_options; }
-    /// N: the cost table's size. O(1).
-    [[nodiscard]] std::size_t dataset_size() const noexcept { return m_costs->size(); }
+    /// N: the cost table's records (its size, or its rows of stage costs). O(1).
+    [[nodiscard]] std::size_t dataset_size() const noexcept {
+        return m_costs->size() / m_options.stages;
+    }
     /// How every epoch falls to ranks and batches: m records per rank, ceil(m / B) batches (or
     /// floor with drop_last), known without planning. O(1).
     [[nodiscard]] const bcl::epoch_layout& layout() const noexcept { return m_layout; }
@@ -160,7 +168,7 @@ public:
             if (saved.plan_digest) std::swap(m_plan, candidate);
             return saved;
         }
-        distributed_keyed_pass candidate(m_costs);
+        distributed_keyed_pass candidate(m_costs, m_options.stages);
         std::size_t saved_ranks = 0;
         distributed_position saved = read_distributed_pass(
             in, identity(), true,
@@ -189,8 +197,14 @@ public:
 private:
     void plan_into(std::size_t epoch, plan_type& out, const char* who) {
         draw_epoch_order(m_options, dataset_size(), epoch, m_order);
-        m_planner.share(std::span<const double>(*m_costs), std::span<const std::size_t>(m_order),
-                        epoch_shape_of(m_options), m_options.rank, m_options.plan, out, who);
+        if (m_options.stages > 1)
+            m_planner.share(bcl::stage_table_view{*m_costs, m_options.stages},
+                            std::span<const std::size_t>(m_order), epoch_shape_of(m_options),
+                            m_options.rank, m_options.plan, out, who);
+        else
+            m_planner.share(std::span<const double>(*m_costs),
+                            std::span<const std::size_t>(m_order), epoch_shape_of(m_options),
+                            m_options.rank, m_options.plan, out, who);
     }
 
     void start_pass(distributed_keyed_pass& pass, std::size_t epoch, std::size_t ranks,

@@ -13,6 +13,7 @@
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/keyed_epoch.hpp>
+#include <bcl/stage_plan.hpp>
 #include <bcl/torch/distributed_sampler_options.hpp>
 
 #include <bit>
@@ -69,20 +70,37 @@ class distributed_keyed_pass {
         const std::vector<double>* costs;
         double operator()(std::size_t index) const { return (*costs)[index]; }
     };
+    // A dataset index's row of stage costs, as a bcl::stage_rows reads it.
+    struct stage_row_reader {
+        const std::vector<double>* costs;
+        std::size_t stages;
+        void operator()(std::size_t index, std::span<double> row) const {
+            for (std::size_t s = 0; s < stages; ++s) row[s] = (*costs)[index * stages + s];
+        }
+    };
+    // Calls f(reader) with the reader of the table's layout.
+    template <class F>
+    decltype(auto) read(F&& f) const {
+        if (m_stages > 1)
+            return f(bcl::stage_rows<stage_row_reader>{m_stages, {m_costs.get(), m_stages}});
+        return f(cost_table_reader{m_costs.get()});
+    }
 
 public:
     distributed_keyed_pass() = default;
 
-    /// A pass over `costs`, the cost table of every dataset index, each valid (checked before).
-    explicit distributed_keyed_pass(std::shared_ptr<const std::vector<double>> costs)
-        : m_costs(std::move(costs)) {}
+    /// A pass over `costs`, the cost table of every dataset index (`stages` costs each, row
+    /// after row), each valid (checked before).
+    explicit distributed_keyed_pass(std::shared_ptr<const std::vector<double>> costs,
+                                    std::size_t stages = 1)
+        : m_costs(std::move(costs)), m_stages(stages) {}
 
     /// bcl::keyed_epoch_pass::start, and bcl::error for a rest of another epoch size than the
     /// table's; the pass is then as it was.
     void start(std::uint64_t seed, std::uint64_t epoch, bool shuffle, const bcl::epoch_shape& shape,
                std::size_t rank, const bcl::plan_options& opt, std::uint64_t inputs,
                bcl::epoch_rest rest, const char* who) {
-        const std::size_t n = m_costs->size();
+        const std::size_t n = m_costs->size() / m_stages;
         if (rest.epoch_size() != n)
             throw bcl::error(std::string(who) + ": the epoch's rest is of an epoch of " +
                              std::to_string(rest.epoch_size()) + " records, not " +
@@ -98,20 +116,20 @@ public:
     [[nodiscard]] std::uint64_t epoch() const noexcept { return m_pass.epoch(); }
 
     [[nodiscard]] std::span<const std::size_t> batch(std::size_t i, const char* who) {
-        return m_pass.batch(i, cost_reader(), who);
+        return read([&](const auto& reader) { return m_pass.batch(i, reader, who); });
     }
     [[nodiscard]] const bcl::epoch_plan_summary& summary(const char* who) {
-        if (!m_summary) m_summary = m_pass.summary(cost_reader(), who);
+        if (!m_summary)
+            m_summary = read([&](const auto& reader) { return m_pass.summary(reader, who); });
         return *m_summary;
     }
     [[nodiscard]] bcl::epoch_rest rest_after(std::size_t position, const char* who) {
-        return m_pass.rest_after(position, cost_reader(), who);
+        return read([&](const auto& reader) { return m_pass.rest_after(position, reader, who); });
     }
 
 private:
-    [[nodiscard]] cost_table_reader cost_reader() const { return {m_costs.get()}; }
-
     std::shared_ptr<const std::vector<double>> m_costs;
+    std::size_t m_stages = 1;
     bcl::keyed_epoch_pass<std::size_t> m_pass;
     std::optional<bcl::epoch_plan_summary> m_summary; // the whole pass's, once asked
 };

@@ -17,6 +17,7 @@
 #include <bcl/error.hpp>
 #include <bcl/global_plan.hpp>
 #include <bcl/keyed_order.hpp>
+#include <bcl/stage_plan.hpp>
 #include <bcl/token_budget.hpp>
 #include <bcl/torch/detail/epoch_cursor.hpp>
 #include <bcl/torch/distributed_sampler_options.hpp>
@@ -117,7 +118,15 @@ inline void check_fixed_mode(const distributed_sampler_options& o, std::span<con
     bcl::check_epoch_shape(epoch_shape_of(o), who);
     check_rank(o, who);
     bcl::check_plan_options(o.plan, who);
-    bcl::check_cost_table(costs, who);
+    if (o.stages == 1) {
+        bcl::check_cost_table(costs, who);
+        return;
+    }
+    if (o.plan.cap != 0.0 || o.plan.batching != bcl::batch_cost::packed)
+        refuse_setting(who, "stages is " + std::to_string(o.stages) +
+                                ", but a plan cap and padded batching are for one cost a record "
+                                "(leave plan.cap and plan.batching at their defaults)");
+    (void)bcl::check_stage_costs(costs, o.stages, who); // naming the record and the stage
 }
 
 /// Token mode's checks (max_tokens above 0), the settings before the tables, in this order, each
@@ -140,6 +149,7 @@ inline void check_token_mode(const distributed_sampler_options& o, std::span<con
                                    "micro-batch holds as many records as fit and every record is "
                                    "planned, packed, at its own cost (leave it at its default)");
     };
+    if (o.stages != 1) fixed_only("stages is " + std::to_string(o.stages));
     if (o.batch_size != 0) fixed_only("batch_size is " + std::to_string(o.batch_size));
     if (o.drop_last) fixed_only("drop_last is true");
     if (o.plan.batching != bcl::batch_cost::packed)

@@ -25,7 +25,17 @@ Policies, on the same records:
 Each figure is the efficiency: the mean rank's load over the slowest rank's, summed over the
 held batches (per stage: summed over stages too), the mean over the seeds.
 
+With --stream, the global plan's windows of K steps (bcl.DistributedBalancedBatchSampler over
+the (N, 2) table, shuffle off, so that every policy sees the same windows); "verl KK, LM" then
+balances each step's R * B records on their tokens. With --tokens, held batches of R * 48
+records under a token budget T (bcl.plan_micro_batches): "verl dyn, LM" is verl's dynamic batch
+size as bench_micro_batches.py models it (Karmarkar-Karp on the language model's workload, T
+strict), the bcl rows plan_micro_batches on each policy's costs; the bound is that of the stage
+plan's own micro-steps.
+
     build-python/venv/bin/python bench/python/bench_stages.py
+    build-python/venv/bin/python bench/python/bench_stages.py --stream
+    build-python/venv/bin/python bench/python/bench_stages.py --tokens
     build-python/venv/bin/python bench/python/bench_stages.py --ranks 8 --batches 50 --seeds 1
 """
 
@@ -39,6 +49,7 @@ import numpy as np
 import bcl
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_micro_batches import verl_micro_batches  # noqa: E402
 from bench_plan_batches import karmarkar_karp_equal  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -88,8 +99,17 @@ def main():
                         help="streams planned by the global plan's windows, not held batches")
     parser.add_argument("--lookahead", type=int, default=8, help="K, of the streams")
     parser.add_argument("--windows", type=int, default=8, help="windows per seed, of the streams")
+    parser.add_argument("--tokens", action="store_true",
+                        help="held batches under a token budget (bcl.plan_micro_batches)")
+    parser.add_argument("--max-tokens", type=int, default=16384, help="T, of --tokens")
+    parser.add_argument("--records-per-rank", type=int, default=48,
+                        help="records a rank per held batch, of --tokens")
     args = parser.parse_args()
     text_lengths = np.loadtxt(ROOT / "bench" / "workloads" / args.text)
+    if args.tokens:
+        print(f"<!-- python {' '.join(shlex.quote(a) for a in sys.argv)} -->")
+        token_budget(args, text_lengths)
+        return
     if args.stream:
         print(f"<!-- python {' '.join(shlex.quote(a) for a in sys.argv)} -->")
         stream(args, text_lengths)
@@ -197,6 +217,57 @@ def stream(args, text_lengths):
             m = np.mean(values, axis=0)
             step = "" if np.isnan(m[3]) else f"{m[3]:.4f}"
             print(f"| {ranks} | {p} | {m[0]:.4f} | {m[1]:.4f} | {m[2]:.4f} | {step} |")
+
+
+def micro_plan(policy, costs, tokens, ranks, max_tokens):
+    """Each rank's micro-batches of one held batch under `policy` (token budget)."""
+    if policy == "verl dyn, LM":  # verl's dynamic batch size: its own KK on L, strict T
+        return verl_micro_batches(tokens, ranks, max_tokens, strict=True)
+    table = {"bcl, LM": costs[:, 1], "bcl, summed": costs.sum(axis=1), "bcl, stages": costs}
+    return bcl.plan_micro_batches(tokens, ranks, max_tokens, costs=table[policy],
+                                  oversized="alone")  # fmt: skip
+
+
+def token_budget(args, text_lengths):
+    """Held batches under a token budget (bcl.plan_micro_batches): per-stage efficiency of each
+    policy per micro-step, and the bound of bcl's stage plan's micro-steps."""
+    t = args.max_tokens
+    per_rank = args.records_per_rank
+    policies = ("verl dyn, LM", "bcl, LM", "bcl, summed", "bcl, stages")
+    print(f"<!-- token budget: held batches of R * {per_rank} records, T = {t}, "
+          f"{args.batches} per seed, seeds {args.seeds}; text from {args.text} -->")  # fmt: skip
+    print("| R | policy | per stage | vision encoder | language model | micro-steps |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for ranks in args.ranks:
+        rows = {p: [] for p in policies + ("bound",)}
+        for seed in args.seeds:
+            rng = np.random.default_rng(seed)
+            mean = {p: np.zeros(2) for p in rows}
+            slowest = {p: np.zeros(2) for p in rows}
+            steps = {p: 0 for p in rows}
+            for _ in range(args.batches):
+                costs = records(text_lengths, ranks * per_rank, rng)
+                lm = costs[:, 1]  # T + T^2/24576: the tokens back
+                tokens = np.round((np.sqrt(1 + 4 * lm / 24576) - 1) * 12288).astype(np.int64)
+                for p in policies:
+                    plan = micro_plan(p, costs, tokens, ranks, t)
+                    for micro in zip(*plan):
+                        lo = np.array([costs[b].sum(axis=0) if b else np.zeros(2) for b in micro])
+                        mean[p] += lo.sum(axis=0) / ranks
+                        slowest[p] += lo.max(axis=0)
+                        steps[p] += 1
+                        if p == "bcl, stages":
+                            dearest = np.max([costs[b].max(axis=0) for b in micro if b], axis=0)
+                            mean["bound"] += lo.sum(axis=0) / ranks
+                            slowest["bound"] += np.maximum(lo.sum(axis=0) / ranks, dearest)
+                            steps["bound"] += 1
+            for p in rows:
+                m, sl = mean[p], slowest[p]
+                rows[p].append([m.sum() / sl.sum(), m[0] / sl[0], m[1] / sl[1],
+                                steps[p] / args.batches])  # fmt: skip
+        for p, values in rows.items():
+            v = np.mean(values, axis=0)
+            print(f"| {ranks} | {p} | {v[0]:.4f} | {v[1]:.4f} | {v[2]:.4f} | {v[3]:.1f} |")
 
 
 if __name__ == "__main__":

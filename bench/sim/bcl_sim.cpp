@@ -5,8 +5,9 @@
 //   bcl-sim --dist file:bench/workloads/sharegpt_8k_filtered_llama2_total_tokens.txt
 //           --ranks 8 --batch 16 --lookahead 8 --steps 400
 //
-// Two modes, chosen once from the flags: fixed-size batches (simulate.hpp, report.hpp) and, with
-// --max-tokens, micro-batch mode (token_simulate.hpp, token_report.hpp).
+// Three modes, chosen once from the flags: fixed-size batches (simulate.hpp, report.hpp); with
+// --max-tokens, micro-batch mode (token_simulate.hpp, token_report.hpp); with --stages, stage
+// mode (stage_simulate.hpp, stage_report.hpp).
 //
 // Exit codes: 0 success, 2 bad input (flags, distribution, cost model, workload file) or a
 // bcl::error from a balancer (a record or a round that does not fit --memory-budget), 1 other.
@@ -14,6 +15,7 @@
 #include "cli.hpp"
 #include "report.hpp"
 #include "simulator.hpp"
+#include "stage_report.hpp"
 #include "token_report.hpp"
 
 #include <CLI/CLI.hpp>
@@ -34,6 +36,23 @@ using bcl_sim::sim_config;
 using bcl_sim::report::cli_options;
 
 constexpr std::string_view program = "bcl-sim";
+
+// Stage mode's text lengths unless --dist is given: the bundled ShareGPT workload, as
+// bench/python/bench_stages.py reads it. The build gives the source tree's path.
+#ifndef BCL_SIM_WORKLOADS
+#define BCL_SIM_WORKLOADS "bench/workloads"
+#endif
+constexpr std::string_view stage_default_dist =
+    "file:" BCL_SIM_WORKLOADS "/sharegpt_8k_filtered_llama2_total_tokens.txt";
+
+/// Stage mode's flags as given, before they become cfg.stages.
+struct stage_flags {
+    bool stages = false;
+    std::string sync;
+    std::string shape;
+    std::size_t micro_steps = 0;
+    std::string mix;
+};
 
 /// Micro-batch mode's flags as given, before they become cfg.tokens: a count given is set even
 /// when 0, so that validate_tokens() can refuse it.
@@ -56,7 +75,8 @@ void add_run_flags(CLI::App& app, cli_options& opt) {
                    "comma list of policies (default: all but sliding_true, which runs only when "
                    "named): " +
                        bcl_sim::policy_names() +
-                       "; with --max-tokens (all by default): " + bcl_sim::token_policy_names());
+                       "; with --max-tokens (all by default): " + bcl_sim::token_policy_names() +
+                       "; with --stages (all by default): " + bcl_sim::stage_policy_names());
     bcl_cli::add_format_flag(app, opt.format, {"table", "json", "csv"});
     app.add_option(
            "--bin-tokens", cfg.bin_tokens,
@@ -188,9 +208,47 @@ void add_token_flags(CLI::App& app, cli_options& opt, token_flags& t) {
         ->capture_default_str();
 }
 
+// Stage mode: --stages and the flags that go with it.
+void add_stage_flags(CLI::App& app, stage_flags& s) {
+    app.add_flag("--stages", s.stages,
+                 "stage mode: vision-language records (text and images) whose cost is a vision "
+                 "encoder's and a language model's apart; the policies are then " +
+                     bcl_sim::stage_policy_names() +
+                     ". Text lengths from --dist (default the bundled ShareGPT workload)");
+    app.add_option("--sync", s.sync,
+                   "with --stages, how the ranks meet: stage (in every stage, FSDP/ZeRO-3: a "
+                   "micro-step lasts the sum over stages of the slowest rank; default) | step "
+                   "(once: the slowest rank's summed cost)");
+    app.add_option("--shape", s.shape,
+                   "with --stages: stream (default; windows of --lookahead K steps of B records "
+                   "a rank) | held (held batches of R*B*M records, planned one at a time)");
+    bcl_cli::add_count(app, "--micro-steps", s.micro_steps,
+                       "with --stages --shape held: M, the micro-steps of a held batch (default 1)",
+                       bcl::max_plan_records);
+    app.add_option("--modality-mix", s.mix,
+                   "with --stages, the shares of the records: text=..,image=..,multi=.. (text "
+                   "only, one image, several images or a video; default "
+                   "text=0.3,image=0.55,multi=0.15)");
+}
+
+// Stage mode's flags as given into cfg.stages: a flag given is set, so that each mode's checks
+// can refuse it where it does not apply.
+void resolve_stage_flags(const CLI::App& app, sim_config& cfg, const stage_flags& s) {
+    bcl_sim::stage_settings& st = cfg.stages;
+    st.enabled = s.stages;
+    if (app.count("--sync") > 0) st.sync = bcl_sim::parse_sync(s.sync);
+    if (app.count("--shape") > 0) st.shape = bcl_sim::parse_shape(s.shape);
+    if (app.count("--micro-steps") > 0) st.micro_steps = s.micro_steps;
+    if (app.count("--modality-mix") > 0) st.mix = bcl_sim::parse_mix(s.mix);
+    st.lookahead_given = app.count("--lookahead") > 0;
+    if (st.enabled && app.count("--dist") == 0) cfg.dist_text = std::string(stage_default_dist);
+}
+
 // The flags as given, parsed into the configuration; throws input_error for a bad value.
-void resolve_flags(const CLI::App& app, cli_options& opt, const token_flags& t) {
+void resolve_flags(const CLI::App& app, cli_options& opt, const token_flags& t,
+                   const stage_flags& stages) {
     sim_config& cfg = opt.cfg;
+    resolve_stage_flags(app, cfg, stages);
     cfg.dist = bcl_sim::parse_dist(cfg.dist_text);
     cfg.cost = bcl_sim::parse_cost(opt.cost_text);
     if (!opt.true_cost_text.empty())
@@ -262,7 +320,21 @@ void print_run(const cli_options& opt, const Result& res) {
 // runs, and prints the result.
 void run(const cli_options& opt, bcl_cli::progress& bar) {
     const sim_config& cfg = opt.cfg;
-    if (cfg.tokens.enabled()) {
+    if (cfg.stages.enabled) {
+        bcl_sim::validate_stages(cfg);
+        if (!opt.trace.empty()) throw bcl_sim::input_error("--trace does not apply with --stages");
+        const std::size_t unit = cfg.stages.held() ? 1 : cfg.lookahead;
+        bar.begin("bcl-sim: stages, every policy", (cfg.steps + unit - 1) / unit);
+        const bcl_sim::stage_sim_result res =
+            bcl_sim::simulate_stages(cfg, {}, [&bar](std::size_t units) { bar.step(units); });
+        bar.clear();
+        if (opt.format == "json")
+            bcl_sim::report::print_json(opt, res);
+        else if (opt.format == "csv")
+            bcl_sim::report::print_csv(opt, res);
+        else
+            bcl_sim::report::print_table(opt, res);
+    } else if (cfg.tokens.enabled()) {
         bcl_sim::validate_tokens(cfg);
         print_run(opt, simulate_each(cfg, bcl_sim::requested_token_policies(cfg),
                                      &bcl_sim::simulate_tokens, bar));
@@ -283,10 +355,12 @@ int main(int argc, char** argv) {
     // flags.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     token_flags tokens;
+    stage_flags stages;
     add_run_flags(app, opt);
     add_cap_and_epoch_flags(app, opt);
     add_cost_flags(app, opt);
     add_token_flags(app, opt, tokens);
+    add_stage_flags(app, stages);
     bcl_cli::add_progress_flag(app, opt.progress);
 
     const bcl_cli::parsed command = bcl_cli::parse(app, argc, argv, program);
@@ -299,7 +373,7 @@ int main(int argc, char** argv) {
 
     bcl_cli::progress bar(opt.progress);
     const auto failed = bcl_cli::catch_failure([&] {
-        resolve_flags(app, opt, tokens);
+        resolve_flags(app, opt, tokens, stages);
         run(opt, bar);
     });
     if (failed) {

@@ -29,6 +29,7 @@ enum class domain : std::uint64_t {
     pilot = 3,     ///< the sample that estimates a synthetic distribution's p99
     bcl = 4,       ///< per-rank seeds of bcl balancers
     timing = 6,    ///< per-rank noise of the batch times calibrating balancers observe
+    stages = 7,    ///< stage mode's records (--stages) and OmniBal's shuffles there
 };
 
 /// Key of stream `index` of `dom` under `seed`. For a fixed seed and domain, distinct indices give

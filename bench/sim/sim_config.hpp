@@ -7,6 +7,7 @@
 #include "cost_and_cap.hpp"
 #include "input.hpp"
 #include "policy_runner.hpp"
+#include "stage_settings.hpp"
 #include "workload.hpp"
 
 #include <bcl/error.hpp>
@@ -52,6 +53,8 @@ struct sim_config : run_settings {
     /// --window: per-policy efficiency (and calibration error) over blocks of this many steps,
     /// 0 for none.
     std::size_t window = 0;
+    /// --stages and its flags: stage mode (stage_simulate.hpp).
+    stage_settings stages;
 
     /// The true cost per step.
     [[nodiscard]] cost_schedule truth() const {

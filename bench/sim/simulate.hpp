@@ -9,6 +9,7 @@
 #include "policy_table.hpp"
 #include "run_inputs.hpp"
 #include "sim_config.hpp"
+#include "stage_settings.hpp"
 #include "token_settings.hpp"
 
 #include <fmt/format.h>
@@ -109,7 +110,12 @@ inline void validate(const sim_config& cfg) {
     if (cfg.tokens.enabled())
         throw std::invalid_argument("bcl_sim::validate: --max-tokens is micro-batch mode; check "
                                     "and run it with validate_tokens() and simulate_tokens()");
+    if (cfg.stages.enabled)
+        throw std::invalid_argument("bcl_sim::validate: --stages is stage mode; check and run it "
+                                    "with validate_stages() and simulate_stages()");
     validate_settings(cfg);
+    if (const char* flag = stage_flag_given(cfg.stages))
+        throw input_error(fmt::format("{} is a flag of --stages (stage mode)", flag));
     if (const char* flag = micro_batch_flag_given(cfg.tokens))
         throw input_error(fmt::format("{} is a flag of micro-batch mode; give --max-tokens T "
                                       "(the most tokens of one micro-batch) with it",

@@ -44,7 +44,15 @@
 //   token_policies.hpp       the policy table
 //   token_simulate.hpp       the mode's checks, a policy's run, token_sim_result, simulate_tokens()
 //
-// The output (bcl_sim.cpp's): report_common.hpp, report.hpp and token_report.hpp.
+// Stage mode (--stages: records with a vision encoder's and a language model's cost apart):
+//   stage_settings.hpp       the mode's settings (--sync, --shape, --micro-steps, --modality-mix)
+//   stage_workload.hpp       the vision-language records and their stage costs
+//   stage_metrics.hpp        per-stage and per-step efficiency of each micro-step, and the bound
+//   omnibal.hpp              OmniBal's balanced dynamic mini-batch (ISF), groups of B
+//   stage_policies.hpp       none, lm (verl), summed and stages (bcl), omnibal: the policy table
+//   stage_simulate.hpp       the mode's checks, every policy on the same records, simulate_stages()
+//
+// The output (bcl_sim.cpp's): report_common.hpp, report.hpp, token_report.hpp, stage_report.hpp.
 
 #include "baselines.hpp"
 #include "batching.hpp"
@@ -55,12 +63,18 @@
 #include "input.hpp"
 #include "metrics.hpp"
 #include "mffd.hpp"
+#include "omnibal.hpp"
 #include "policy_runner.hpp"
 #include "policy_table.hpp"
 #include "random.hpp"
 #include "run_inputs.hpp"
 #include "sim_config.hpp"
 #include "simulate.hpp"
+#include "stage_metrics.hpp"
+#include "stage_policies.hpp"
+#include "stage_settings.hpp"
+#include "stage_simulate.hpp"
+#include "stage_workload.hpp"
 #include "token_fixed_runner.hpp"
 #include "token_global_runner.hpp"
 #include "token_metrics.hpp"

@@ -9,6 +9,7 @@
 #include "policy_runner.hpp"
 #include "run_inputs.hpp"
 #include "sim_config.hpp"
+#include "stage_settings.hpp"
 #include "token_fixed_runner.hpp"
 #include "token_metrics.hpp"
 #include "token_peers.hpp"
@@ -125,7 +126,11 @@ inline void validate_tokens(const sim_config& cfg) {
         throw std::invalid_argument("bcl_sim::validate_tokens: no --max-tokens; a run of "
                                     "fixed-size batches is checked and run by validate() and "
                                     "simulate()");
+    if (cfg.stages.enabled)
+        throw input_error("--stages and --max-tokens are two modes; give one of them");
     validate_settings(cfg);
+    if (const char* flag = stage_flag_given(cfg.stages))
+        throw input_error(fmt::format("{} is a flag of --stages (stage mode)", flag));
     detail::validate_token_shape(cfg);
     detail::refuse_fixed_batch_flags(cfg);
     for (const std::string& name : cfg.policies)

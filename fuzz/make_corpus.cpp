@@ -1,5 +1,6 @@
 // Writes the seed corpus of the fuzz targets: `bcl-fuzz-make-corpus <dir>` creates
-// <dir>/balancer/, <dir>/state/, <dir>/calibration/, <dir>/epoch_rest/ and <dir>/token_rest/ and
+// <dir>/balancer/, <dir>/state/, <dir>/calibration/, <dir>/epoch_rest/, <dir>/token_rest/ and
+// <dir>/stage_plan/ and
 // fills them with a few dozen small inputs, each a sequence of the decisions the harnesses read
 // (written by seed_writer.hpp, which reads each seed's options back with the harness's own reader
 // and stops the program unless they are the ones the seed asks for). The output is deterministic;
@@ -461,11 +462,50 @@ void token_rest_seeds(const std::filesystem::path& dir) {
     write(dir, "one-rank-to-five", epoch(60, 1, 200, 1, 1, 2, 0).u16(3).byte(0).byte(4).bytes());
 }
 
+// stage_plan: D, R, B, K, the planner (0 held, 1 window, 2 tokens), the records a rank, then
+// each record's D costs (pick_value's bytes) and, for token plans, T and the tokens: a
+// vision-language-like held batch and window, a table of one stage, one with a NaN, one near
+// bcl::max_estimate, and a token plan with a record above T.
+void stage_plan_seeds(const std::filesystem::path& dir) {
+    const auto table = [](std::uint8_t d, std::uint8_t ranks, std::uint8_t batch,
+                          std::uint8_t steps, std::uint8_t planner, std::uint8_t per_rank,
+                          std::uint8_t odd) {
+        seed s;
+        s.byte(static_cast<std::uint8_t>(d - 1)).byte(static_cast<std::uint8_t>(ranks - 1));
+        s.byte(static_cast<std::uint8_t>(batch - 1)).byte(static_cast<std::uint8_t>(steps - 1));
+        s.byte(planner).byte(static_cast<std::uint8_t>(per_rank - 1));
+        const std::size_t values = std::size_t{d} * ranks * per_rank;
+        for (std::size_t k = 0; k < values; ++k) {
+            // Mostly small integers; every ninth a heavy fraction; `odd` at the fifth value.
+            if (k == 5 && odd != 0) {
+                s.byte(odd);
+            } else if (k % 9 == 4) {
+                s.byte(150).u16(static_cast<std::uint16_t>(4000 + 977 * k));
+            } else {
+                s.byte(static_cast<std::uint8_t>((k * 37) % 112));
+            }
+        }
+        return s;
+    };
+    write(dir, "held-two-stages", table(2, 4, 4, 2, 0, 8, 0).bytes());
+    write(dir, "window-three-stages", table(3, 3, 2, 4, 1, 8, 0).bytes());
+    write(dir, "one-stage", table(1, 5, 3, 3, 1, 9, 0).bytes());
+    write(dir, "nan-cost", table(2, 2, 2, 2, 0, 4, 192).bytes());          // edge_values[16]
+    write(dir, "near-max-estimate", table(2, 2, 3, 2, 1, 6, 216).bytes()); // 1e120
+    seed tokens = table(2, 3, 4, 2, 2, 6, 0);
+    tokens.u16(200);
+    for (std::uint8_t k = 0; k < 18; ++k)
+        tokens.byte(k == 7 ? 250 : static_cast<std::uint8_t>(11 * k));
+    tokens.byte(0);
+    write(dir, "tokens-one-above-t", tokens.bytes());
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         std::fprintf(stderr,
                      "usage: %s <corpus dir>   (writes <dir>/balancer, <dir>/state, "
-                     "<dir>/calibration, <dir>/epoch_rest and <dir>/token_rest)\n",
+                     "<dir>/calibration, <dir>/epoch_rest, <dir>/token_rest and "
+                     "<dir>/stage_plan)\n",
                      argv[0]);
         return 2;
     }
@@ -475,5 +515,6 @@ int main(int argc, char** argv) {
     calibration_seeds(root / "calibration");
     epoch_rest_seeds(root / "epoch_rest");
     token_rest_seeds(root / "token_rest");
+    stage_plan_seeds(root / "stage_plan");
     return 0;
 }

@@ -352,7 +352,8 @@ PYBIND11_MODULE(_core, m) {
              }),
              py::arg("values"), py::arg("what"), py::arg("integers_only") = false,
              "A table read in place (any integer or float32/float64 1-d C-contiguous array, or an "
-             "(N, D) one of stage costs; a memory map too; integers only with integers_only), checked once; bcl.Error naming "
+             "(N, D) one of stage costs; a memory map too; integers only with integers_only), "
+             "checked once; bcl.Error naming "
              "the first bad entry.")
         .def("__len__", &table_view::size)
         .def_property_readonly("stages", &table_view::stages)
@@ -436,7 +437,8 @@ PYBIND11_MODULE(_core, m) {
         [](const py::array_t<double, py::array::c_style | py::array::forcecast>& costs,
            std::string_view who) {
             if (costs.ndim() != 2)
-                throw bcl::error(std::string(who) + ": stage costs must be a table of shape (N, D)");
+                throw bcl::error(std::string(who) +
+                                 ": stage costs must be a table of shape (N, D)");
             (void)bcl::check_stage_costs(
                 std::span<const double>(costs.data(), static_cast<std::size_t>(costs.size())),
                 static_cast<std::size_t>(costs.shape(1)), who);

@@ -45,7 +45,8 @@ public:
                              "of shape (N, D)");
         const std::span<const std::int64_t> all = cost_table::span_of(order);
         const bcl::stage_table_view table{
-            std::span<const double>(stage_costs.data(), static_cast<std::size_t>(stage_costs.size())),
+            std::span<const double>(stage_costs.data(),
+                                    static_cast<std::size_t>(stage_costs.size())),
             static_cast<std::size_t>(stage_costs.shape(1))};
         py::gil_scoped_release unlocked;
         bcl::epoch_planner planner;

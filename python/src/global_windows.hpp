@@ -34,10 +34,11 @@ class global_windows {
         return m_table->read([&](const auto* data) {
             const std::size_t d = m_table->stages();
             if (d > 1) {
-                const bcl::stage_rows rows{d, [data, d](std::uint64_t index, std::span<double> row) {
-                                               for (std::size_t s = 0; s < d; ++s)
-                                                   row[s] = static_cast<double>(data[index * d + s]);
-                                           }};
+                const bcl::stage_rows rows{
+                    d, [data, d](std::uint64_t index, std::span<double> row) {
+                        for (std::size_t s = 0; s < d; ++s)
+                            row[s] = static_cast<double>(data[index * d + s]);
+                    }};
                 return f(rows);
             }
             const auto cost_of = [data](std::uint64_t index) {

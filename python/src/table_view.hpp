@@ -1,8 +1,9 @@
 #pragma once
 // A cost table read in place: a one-dimensional (or, for stage costs, (N, D)) C-contiguous numpy
-// array of any integer or floating dtype (a memory map from np.load(path, mmap_mode="r") included), held by reference,
-// each entry read as a double when a window needs it. Checked once, in one streaming pass that
-// also takes its digest, so that a table of 1e9 records costs no copy of itself.
+// array of any integer or floating dtype (a memory map from np.load(path, mmap_mode="r") included),
+// held by reference, each entry read as a double when a window needs it. Checked once, in one
+// streaming pass that also takes its digest, so that a table of 1e9 records costs no copy of
+// itself.
 
 #include <bcl/cost_check.hpp>
 #include <bcl/detail/random.hpp>

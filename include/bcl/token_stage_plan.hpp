@@ -192,7 +192,8 @@ private:
         std::uint64_t sum = 0;
         for (std::size_t step = 0; step < p.micro_steps; ++step)
             for (std::size_t s = 0; s < d; ++s) {
-                std::uint64_t top = 0, total = 0;
+                std::uint64_t top = 0;
+                std::uint64_t total = 0;
                 for (std::size_t k = 0; k < r; ++k) {
                     top = std::max(top, m_load[(step * r + k) * d + s]);
                     total += m_load[(step * r + k) * d + s];

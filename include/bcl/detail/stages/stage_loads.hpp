@@ -5,6 +5,7 @@
 
 #include <bcl/detail/config.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -53,9 +54,8 @@ public:
     /// Whether rank r holds the largest load of some stage: only a change to such a rank can
     /// lower the objective.
     [[nodiscard]] bool slowest(std::size_t r) const noexcept {
-        for (const auto& top : m_top)
-            if (top[0].used && top[0].rank == r) return true;
-        return false;
+        return std::ranges::any_of(
+            m_top, [r](const auto& top) { return top[0].used && top[0].rank == r; });
     }
     /// The largest load of stage s on a rank other than p and q.
     [[nodiscard]] std::uint64_t largest_but(std::size_t s, std::size_t p,

@@ -57,6 +57,12 @@ echo "== bench/python/bench_padding.py, bench_plan_batches.py and bench_micro_ba
 "$venv/bin/python" bench/python/bench_plan_batches.py
 "$venv/bin/python" bench/python/bench_micro_batches.py --batches 10
 
+echo "== bench/python/bench_stages.py (quick: held batches, streams, token budget)"
+# Fails if a stage plan is not one micro-batch of B on every rank, or a rank's stream is short.
+"$venv/bin/python" bench/python/bench_stages.py --ranks 8 --batches 5 --seeds 1
+"$venv/bin/python" bench/python/bench_stages.py --stream --ranks 8 --windows 1 --seeds 1
+"$venv/bin/python" bench/python/bench_stages.py --tokens --ranks 8 --batches 3 --seeds 1
+
 echo "== bench/python/bench_scale.py (quick)"
 # Fails if any sampler's epoch (token mode too) hands out another count of batches than its len().
 "$venv/bin/python" bench/python/bench_scale.py --n 100000 --ranks 64 --repeats 1 --steady 50 --tokens

@@ -132,7 +132,8 @@ protected:
         const std::size_t steps = m_flat.steps;
         const std::uint64_t summed_objective = objective_of(m_slots, ranks, steps);
         std::size_t chosen = stages; // the summed cost; d < stages: stage d alone
-        if (stages > 1) {
+        // (With one micro-step every plan holds every record in it: nothing to choose.)
+        if (stages > 1 && steps > 1) {
             std::uint64_t least = bound_of(m_slots, ranks, steps);
             m_tried.resize(n);
             for (std::size_t d = 0; d < stages; ++d) {

@@ -69,6 +69,10 @@ struct stage_rows {
     RowOf row_of;
 };
 
+// (Spelt out: not every compiler deduces an aggregate's arguments yet.)
+template <class RowOf>
+stage_rows(std::size_t, RowOf) -> stage_rows<RowOf>;
+
 template <class T>
 inline constexpr bool is_stage_rows = false;
 template <class RowOf>

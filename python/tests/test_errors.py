@@ -109,7 +109,9 @@ def test_an_index_without_a_cost_is_an_error():
 def test_costs_that_are_not_numbers_or_not_one_dimensional_are_errors():
     with pytest.raises(bcl.Error, match=r"costs\[0\] is 'a', not a real number"):
         bcl.BalancedBatchSampler(range(3), ["a", "b", "c"], 2)
-    with pytest.raises(bcl.Error, match="one-dimensional"):
+    with pytest.raises(bcl.Error, match="one row per record"):
+        bcl.BalancedBatchSampler(range(3), np.ones((3, 2, 2)), 2)
+    with pytest.raises(bcl.Error, match="stage costs, which the rank-local balancer"):
         bcl.BalancedBatchSampler(range(3), np.ones((3, 2)), 2)
     with pytest.raises(bcl.Error, match="costs is required"):
         bcl.BalancedBatchSampler(range(3), None, 2)

@@ -184,7 +184,7 @@ def test_a_memory_mapped_table_is_read_in_place():
     (np.array([True, False]), r"dtype bool"),
     (np.array([1 + 2j]), r"dtype complex128"),
     (np.array([object()]), r"real numbers"),
-    (np.ones((2, 2)), r"one-dimensional"),
+    (np.ones((2, 2, 2)), r"one row per record"),
 ])  # fmt: skip
 def test_a_bad_table_is_refused_naming_what(bad, match):
     with pytest.raises(bcl.Error, match=match):

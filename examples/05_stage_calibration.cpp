@@ -28,19 +28,6 @@ struct record {
     [[nodiscard]] bcl::multimodal_record view() const { return {text_tokens, patches}; }
 };
 
-// Images by the record's position, from a fixed hash (the same on every platform): 30% text alone,
-// 55% one image, 15% three; 64 to 8192 patches an image.
-std::vector<std::uint32_t> images_of(std::uint64_t i) {
-    std::uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ULL;
-    h ^= h >> 31;
-    const std::uint64_t share = h % 100;
-    const std::size_t count = share < 30 ? 0 : (share < 85 ? 1 : 3);
-    std::vector<std::uint32_t> patches;
-    for (std::size_t k = 0; k < count; ++k)
-        patches.push_back(static_cast<std::uint32_t>(64 + (h >> (8 + 13 * k)) % 8129));
-    return patches;
-}
-
 // The trainer's measured compute per stage for a micro-batch, in seconds: the encoder 2 ms an
 // image, 2 us a patch and 0.2 ns a patch squared; the language model 1 ms a record, 2 us a token
 // and 0.1 ns a token squared (T = text + ceil(patches / 4)). What the loader does not know.
@@ -99,7 +86,7 @@ int main(int argc, char** argv) try {
     }
     std::vector<record> records;
     for (const std::size_t length : bcl_examples::read_token_counts(argv[1]))
-        records.push_back({length, images_of(records.size())});
+        records.push_back({length, bcl_examples::images_of(records.size())});
     const std::size_t ranks = 8;
     const std::size_t batch = 4;                // records a rank runs in a step
     std::vector<std::span<const record>> steps; // held batches of R * B records, the tail dropped

@@ -12,10 +12,12 @@
 #include <bcl/balancer.hpp>
 #include <bcl/epoch_plan.hpp>
 #include <bcl/global_plan.hpp>
+#include <bcl/stage_balancer.hpp>
 #include <bcl/token_plan.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -169,6 +171,52 @@ TEST_CASE("After the first round, pushing and popping many more windows through 
             CHECK(steady == 0);
             CHECK(draining == 0);
             // The measured loop really moved every record.
+            CHECK(check_exactly_once({out}, n, alloc_batch_size, false) == "");
+        }
+}
+
+TEST_CASE("After its first rounds, pushing and popping many more windows of two stage costs "
+          "through bcl::stage_balancer allocates nothing, under either policy",
+          "[allocation]") {
+    struct staged {
+        std::uint64_t id;
+        std::array<double, 2> cost;
+    };
+    struct stage_cost_of {
+        std::array<double, 2> operator()(const staged& r) const { return r.cost; }
+    };
+    for (const bcl::lookahead_policy policy : policies)
+        for (const distribution& dist : all_distributions()) {
+            INFO(dist.name << ", " << name_of(policy));
+            const std::size_t n = 40 * alloc_window + 5; // and a short final window
+            const cost_list vision = dist.generate(n, 22);
+            const cost_list language = lognormal_costs(n, 23);
+            const bcl::options opt{
+                .batch_size = alloc_batch_size, .lookahead = alloc_lookahead, .policy = policy};
+            bcl::stage_balancer<staged, stage_cost_of> bal{stage_cost_of{}, opt};
+            std::vector<std::uint64_t> out;
+            out.reserve(n);
+            const auto take = [&](std::span<staged> batch) {
+                for (const staged& r : batch) out.push_back(r.id);
+            };
+            const auto push = [&](std::size_t i) {
+                bal.push(staged{i, {vision[i], language[i]}});
+                while (auto batch = bal.pop()) take(*batch);
+            };
+            std::size_t i = 0;
+            for (; i < 2 * warm_up(opt); ++i) push(i); // the planner's scratch grows to its size
+            std::size_t steady = 0;
+            std::size_t draining = 0;
+            {
+                counting_scope scope;
+                for (; i < n; ++i) push(i);
+                steady = scope.allocations();
+                bal.finish();
+                while (auto batch = bal.pop()) take(*batch);
+                draining = scope.allocations() - steady;
+            }
+            CHECK(steady == 0);
+            CHECK(draining == 0);
             CHECK(check_exactly_once({out}, n, alloc_batch_size, false) == "");
         }
 }

@@ -83,18 +83,20 @@ public:
         m_selector(in.costs, records_due(in), in.take, round_target(in), chosen);
     }
 
-private:
-    // A record's first round: 0 for the first `capacity` arrivals, then one more per K*B.
+    /// A record's first round: 0 for the first `capacity` arrivals, then one more per K*B.
     [[nodiscard]] std::uint64_t first_round(std::uint64_t arrival) const noexcept {
         const std::uint64_t held = capacity();
         return arrival < held ? 0 : (arrival - held) / settings.window() + 1;
     }
 
-    // Earliest deadline first: a record first in the buffer at round r0 must leave by round
-    // r0 + max_age. The buffer is in arrival order, so deadlines never decrease along it, and
-    // this round must take enough of the oldest records that every later deadline can still be
-    // met at K*B records per round: max over positions p of (p + 1) - (deadline_p - now) * K*B.
-    // The options guarantee this never exceeds K*B.
+    /// How many of the oldest buffered records this round must take (bcl::stage_balancer's
+    /// rounds keep the same deadlines).
+    ///
+    /// Earliest deadline first: a record first in the buffer at round r0 must leave by round
+    /// r0 + max_age. The buffer is in arrival order, so deadlines never decrease along it, and
+    /// this round must take enough of the oldest records that every later deadline can still be
+    /// met at K*B records per round: max over positions p of (p + 1) - (deadline_p - now) * K*B.
+    /// The options guarantee this never exceeds K*B.
     [[nodiscard]] std::size_t records_due(const round_inputs& in) const noexcept {
         const std::uint64_t per_round = settings.window();
         // Arrivals only grow along the buffer, so the records of one first round are contiguous,
@@ -116,6 +118,7 @@ private:
         return static_cast<std::size_t>(std::min<std::uint64_t>(due, in.take));
     }
 
+private:
     // The total cost the round's records should have: `take` times the long-run mean cost of
     // arrivals, plus a fraction of what the buffer holds above (or below) that mean. Without that
     // feedback the buffer's surplus is a random walk (each round removes exactly the mean,

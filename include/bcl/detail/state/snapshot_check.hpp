@@ -229,11 +229,12 @@ std::string option_text(const T& value) {
 }
 
 /// Throws bcl::error naming the first option that matters under `saved` and differs in `given`.
-inline void require_same_options(const options& saved, const options& given) {
+inline void require_same_options(const options& saved, const options& given,
+                                 std::string_view who = "bcl::balancer") {
     visit_option_fields([&](const char* name, auto field, auto matters) {
         if (matters(saved) && field(saved) != field(given))
-            throw error(std::string("bcl::balancer: the state was saved with options::") + name +
-                        " = " + option_text(field(saved)) + ", not " + option_text(field(given)));
+            throw error(std::string(who) + ": the state was saved with options::" + name + " = " +
+                        option_text(field(saved)) + ", not " + option_text(field(given)));
     });
 }
 

@@ -13,6 +13,7 @@
 #include "global_windows.hpp"
 #include "index_input.hpp"
 #include "rest_parts.hpp"
+#include "stage_local.hpp"
 #include "stream.hpp"
 #include "table_view.hpp"
 #include "token_epoch.hpp"
@@ -483,6 +484,7 @@ PYBIND11_MODULE(_core, m) {
         "(bcl::held_stage_planner).");
     define_token_plans(m);
     define_token_windows(m);
+    define_stage_local(m);
     define_epoch<index_cost>(
         m, "epoch", [](const std::shared_ptr<const cost_table>& t) { return index_cost{t}; });
     define_epoch<index_cost_memory>(

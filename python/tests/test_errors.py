@@ -111,8 +111,8 @@ def test_costs_that_are_not_numbers_or_not_one_dimensional_are_errors():
         bcl.BalancedBatchSampler(range(3), ["a", "b", "c"], 2)
     with pytest.raises(bcl.Error, match="one row per record"):
         bcl.BalancedBatchSampler(range(3), np.ones((3, 2, 2)), 2)
-    with pytest.raises(bcl.Error, match="stage costs, which the rank-local balancer"):
-        bcl.BalancedBatchSampler(range(3), np.ones((3, 2)), 2)
+    with pytest.raises(bcl.Error, match="with stage costs .* cap must be None"):
+        bcl.BalancedBatchSampler(range(3), np.ones((3, 2)), 2, cap=5.0)
     with pytest.raises(bcl.Error, match="costs is required"):
         bcl.BalancedBatchSampler(range(3), None, 2)
     with pytest.raises(bcl.Error, match="memory has 2 entries but costs has 3"):

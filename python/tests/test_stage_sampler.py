@@ -167,9 +167,7 @@ def test_bad_stage_tables_are_errors_naming_the_record_and_the_stage(order, cost
         sampler(costs, 4, 0, order=order, **options)
 
 
-def test_the_rank_local_sampler_refuses_stage_costs_by_name_and_takes_one_column():
+def test_the_rank_local_sampler_reads_a_table_of_one_column_as_one_cost():
     costs = vision_language(64, 4)
-    with pytest.raises(bcl.Error, match="stage costs, which the rank-local balancer does not"):
-        bcl.BalancedBatchSampler(range(64), costs, 8)
     one = bcl.BalancedBatchSampler(range(64), costs[:, :1], 8)
     assert list(one) == list(bcl.BalancedBatchSampler(range(64), costs[:, 0], 8))

@@ -14,6 +14,7 @@ from ._core import Error
 from ._cost import AffineQuadratic
 from ._options import MEAN_COST_MODES, balancer_options, calibration_prior
 from ._protocol import StatefulBatchSampler
+from ._stage_sampler import StageLocal
 from ._state import Reader, format_of, indices_digest, inner_kind
 
 # Identifies the layout of state_dict(). Format 3 is still read (it lacks "finished", which it
@@ -145,6 +146,13 @@ class BalancedBatchSampler(StatefulBatchSampler):
     _earlier_formats = _EARLIER_FORMATS
     _checked_fields = _CHECKED_FIELDS
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # Costs of shape (N, D), D >= 2, are stage costs: a sampler of the stage balancer.
+        costs = args[1] if len(args) > 1 else kwargs.get("costs")
+        if cls is BalancedBatchSampler and _stages.stage_count("costs", costs) >= 2:
+            cls = _StageBalancedBatchSampler
+        return super().__new__(cls)
+
     def __init__(
         self,
         sampler: Any,
@@ -185,12 +193,10 @@ class BalancedBatchSampler(StatefulBatchSampler):
         if table is not None and table.shape[1] == 1:
             costs = table[:, 0]  # one column: one cost a record
         elif table is not None:
-            raise Error(
-                f"{_WHO}: costs of shape (N, D) are stage costs, which the rank-local balancer "
-                "does not take (it balances one cost a record); "
-                "bcl.DistributedBalancedBatchSampler and bcl.plan_batches plan them, or pass each "
-                "record's summed cost"
-            )
+            if not isinstance(self, StageLocal):
+                raise Error(f"{_WHO}: a subclass of it cannot take stage costs")
+            self.init_stages(arguments, opt, table)
+            return
         self._prefetch_limit = inputs.whole("prefetch_limit", prefetch_limit)
         self.sampler = sampler
         self.batch_size: int = opt.batch_size
@@ -534,3 +540,11 @@ class BalancedBatchSampler(StatefulBatchSampler):
         cost = self._cost_of.values(missing)
         memory = None if self._memory_of is None else self._memory_of.values(missing)
         self._table.assign(missing, cost, memory)
+
+
+class _StageBalancedBatchSampler(StageLocal, BalancedBatchSampler):
+    """bcl.BalancedBatchSampler over costs of shape (N, D), D >= 2 (see bcl._stage_sampler)."""
+
+    @staticmethod
+    def _finished_pass(epoch: Optional[int]) -> _Finished:
+        return _Finished(epoch)

@@ -76,7 +76,9 @@ void add_run_flags(CLI::App& app, cli_options& opt) {
                    "named): " +
                        bcl_sim::policy_names() +
                        "; with --max-tokens (all by default): " + bcl_sim::token_policy_names() +
-                       "; with --stages (all by default): " + bcl_sim::stage_policy_names());
+                       "; with --stages (all by default): " + bcl_sim::stage_policy_names() +
+                       "; with --stages --shape local (all by default): " +
+                       bcl_sim::local_stage_policy_names());
     bcl_cli::add_format_flag(app, opt.format, {"table", "json", "csv"});
     app.add_option(
            "--bin-tokens", cfg.bin_tokens,
@@ -221,7 +223,10 @@ void add_stage_flags(CLI::App& app, stage_flags& s) {
                    "(once: the slowest rank's summed cost)");
     app.add_option("--shape", s.shape,
                    "with --stages: stream (default; windows of --lookahead K steps of B records "
-                   "a rank) | held (held batches of R*B*M records, planned one at a time)");
+                   "a rank) | held (held batches of R*B*M records, planned one at a time) | local "
+                   "(each rank balances its own share of the stream alone, windows of K*B "
+                   "records; the policies are then " +
+                       bcl_sim::local_stage_policy_names() + ")");
     bcl_cli::add_count(app, "--micro-steps", s.micro_steps,
                        "with --stages --shape held: M, the micro-steps of a held batch (default 1)",
                        bcl::max_plan_records);

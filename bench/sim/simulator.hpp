@@ -50,6 +50,8 @@
 //   stage_metrics.hpp        per-stage and per-step efficiency of each micro-step, and the bound
 //   omnibal.hpp              OmniBal's balanced dynamic mini-batch (ISF), groups of B
 //   stage_policies.hpp       none, lm (verl), summed and stages (bcl), omnibal: the policy table
+//   stage_local.hpp          --shape local: a library balancer per rank (bcl::balancer on one
+//                            cost, bcl::stage_balancer on both), the rank-local policy table
 //   stage_simulate.hpp       the mode's checks, every policy on the same records, simulate_stages()
 //
 // The output (bcl_sim.cpp's): report_common.hpp, report.hpp, token_report.hpp, stage_report.hpp.
@@ -70,6 +72,7 @@
 #include "run_inputs.hpp"
 #include "sim_config.hpp"
 #include "simulate.hpp"
+#include "stage_local.hpp"
 #include "stage_metrics.hpp"
 #include "stage_policies.hpp"
 #include "stage_settings.hpp"

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -30,7 +31,7 @@ inline nlohmann::ordered_json stages_json(const sim_config& cfg, const stage_sim
     const bcl_sim::stage_settings& s = cfg.stages;
     const bcl_sim::modality_mix mix = s.mix_or_default();
     return {{"sync", std::string(bcl_sim::describe(s.sync_or_default()))},
-            {"shape", s.held() ? "held" : "stream"},
+            {"shape", std::string(bcl_sim::describe(s.shape_or_default()))},
             {"micro_steps", s.held() ? nlohmann::ordered_json(s.micro_steps_or_default())
                                      : nlohmann::ordered_json(nullptr)},
             {"lookahead",
@@ -135,6 +136,11 @@ inline void print_table(const cli_options& opt, const stage_sim_result& res) {
                    "micro-steps), {} held batches, seed {}\n",
                    cfg.ranks, cfg.ranks * cfg.batch * s.micro_steps_or_default(), cfg.batch,
                    s.micro_steps_or_default(), cfg.steps, cfg.seed);
+    else if (s.local())
+        fmt::print("         R={} ranks, each balancing its own stream alone (rank r reads the "
+                   "records r, r+R, r+2R, ...), B={} records a rank a step, windows of K={} "
+                   "batches, {} steps, seed {}\n",
+                   cfg.ranks, cfg.batch, cfg.lookahead, cfg.steps, cfg.seed);
     else
         fmt::print("         R={} ranks, a stream of steps of B={} records a rank, windows of K={} "
                    "steps, {} steps, seed {}\n",
@@ -142,16 +148,18 @@ inline void print_table(const cli_options& opt, const stage_sim_result& res) {
     fmt::print("         --sync {}: efficiency is the {} column\n",
                bcl_sim::describe(s.sync_or_default()),
                s.sync_or_default() == bcl_sim::stage_sync::stage ? "per_stage" : "per_step");
-    fmt::print("\n{:<10}{:>11}{:>8}{:>9}{:>8}{:>10}{:>8}{:>10}{:>8}{:>9}{:>7}{:>10}{:>8}\n",
-               "policy", "per_stage", "bound", "vision", "bound", "language", "bound", "per_step",
-               "bound", "speedup", "delay", "restaged", "time_s");
+    std::size_t width = 10; // the policy column: its longest name and a space
+    for (const auto& p : res.policies) width = std::max(width, p.name.size() + 1);
+    fmt::print("\n{:<{}}{:>11}{:>8}{:>9}{:>8}{:>10}{:>8}{:>10}{:>8}{:>9}{:>7}{:>10}{:>8}\n",
+               "policy", width, "per_stage", "bound", "vision", "bound", "language", "bound",
+               "per_step", "bound", "speedup", "delay", "restaged", "time_s");
     for (const auto& p : res.policies) {
         const bcl_sim::stage_metrics& m = p.metrics;
-        fmt::print("{:<10}{:>11.4f}{:>8.4f}{:>9.4f}{:>8.4f}{:>10.4f}{:>8.4f}{:>10.4f}{:>8.4f}"
+        fmt::print("{:<{}}{:>11.4f}{:>8.4f}{:>9.4f}{:>8.4f}{:>10.4f}{:>8.4f}{:>10.4f}{:>8.4f}"
                    "{:>9.3f}{:>7}{:>10}{:>8.2f}\n",
-                   p.name, m.stage_sync(), m.stage_sync_bound(), m.of_stage(0), m.stage_bound_of(0),
-                   m.of_stage(1), m.stage_bound_of(1), m.step_sync(), m.step_sync_bound(),
-                   p.speedup_vs_none, p.max_delay_steps,
+                   p.name, width, m.stage_sync(), m.stage_sync_bound(), m.of_stage(0),
+                   m.stage_bound_of(0), m.of_stage(1), m.stage_bound_of(1), m.step_sync(),
+                   m.step_sync_bound(), p.speedup_vs_none, p.max_delay_steps,
                    p.steps_restaged ? fmt::format("{}", *p.steps_restaged) : std::string("-"),
                    p.seconds);
     }

@@ -33,6 +33,9 @@ enum class stage_shape {
     /// A stream of steps of B records a rank, planned a window of K steps (R*K*B records) at a
     /// time.
     stream,
+    /// Rank-local streams: each rank balances its own share of the stream alone (no
+    /// communication), a window of K of its batches (K*B records) at a time.
+    local,
 };
 
 /// The shares of the three kinds of record (--modality-mix): text only, one image, several
@@ -57,9 +60,11 @@ struct stage_settings {
     [[nodiscard]] stage_sync sync_or_default() const noexcept {
         return sync.value_or(stage_sync::stage);
     }
-    [[nodiscard]] bool held() const noexcept {
-        return shape.value_or(stage_shape::stream) == stage_shape::held;
+    [[nodiscard]] stage_shape shape_or_default() const noexcept {
+        return shape.value_or(stage_shape::stream);
     }
+    [[nodiscard]] bool held() const noexcept { return shape_or_default() == stage_shape::held; }
+    [[nodiscard]] bool local() const noexcept { return shape_or_default() == stage_shape::local; }
     [[nodiscard]] std::size_t micro_steps_or_default() const noexcept {
         return micro_steps.value_or(1);
     }
@@ -72,7 +77,7 @@ struct stage_settings {
     return s == stage_sync::stage ? "stage" : "step";
 }
 [[nodiscard]] inline std::string_view describe(stage_shape s) noexcept {
-    return s == stage_shape::held ? "held" : "stream";
+    return s == stage_shape::held ? "held" : s == stage_shape::local ? "local" : "stream";
 }
 [[nodiscard]] inline std::string describe(const modality_mix& m) {
     return fmt::format("text={},image={},multi={}", m.text, m.image, m.multi);
@@ -88,14 +93,15 @@ struct stage_settings {
                                   text));
 }
 
-/// Parses a --shape value: `held` or `stream`. Throws input_error otherwise.
+/// Parses a --shape value: `held`, `stream` or `local`. Throws input_error otherwise.
 [[nodiscard]] inline stage_shape parse_shape(std::string_view text) {
     if (text == "held") return stage_shape::held;
     if (text == "stream") return stage_shape::stream;
-    throw input_error(fmt::format(
-        "--shape {}: expected held (held batches of R*B*M records) or stream (windows of "
-        "R*K*B records)",
-        text));
+    if (text == "local") return stage_shape::local;
+    throw input_error(
+        fmt::format("--shape {}: expected held (held batches of R*B*M records), stream (windows of "
+                    "R*K*B records) or local (each rank its own stream, windows of K*B records)",
+                    text));
 }
 
 /// Parses a --modality-mix value `text=..,image=..,multi=..`: a missing share keeps its

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# The style checks the test command runs: every C++ file as clang-format-14 would lay it out
-# (.clang-format), and clang-tidy-16 (.clang-tidy: the checks and why some are off) over every
-# header under include/bcl, the layering rule (scripts/check_layers.py), and that every header has
-# its spec beside it: include/bcl/[detail/]<path>.hpp -> tests/<path>.test.cpp. Prints what differs
-# and exits non-zero on any finding.
+# The style checks the test command runs: first the docs (every relative link and anchor of
+# README.md and docs/*.md resolves, scripts/check_doc_links.py; every figure of the README's
+# results links to the docs page that shows its command, scripts/check_readme_figures.py), then
+# every C++ file as clang-format-14 would lay it out (.clang-format), and clang-tidy-16
+# (.clang-tidy: the checks and why some are off) over every header under include/bcl, the layering
+# rule (scripts/check_layers.py), and that every header has its spec beside it:
+# include/bcl/[detail/]<path>.hpp -> tests/<path>.test.cpp. Prints what differs and exits non-zero
+# on any finding.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# The docs' checks need python3 and its standard library only, and take well under a second.
+python3 scripts/check_doc_links.py
+python3 scripts/check_readme_figures.py
 
 format="${BCL_CLANG_FORMAT:-clang-format-14}"
 tidy="${BCL_CLANG_TIDY:-clang-tidy-16}"

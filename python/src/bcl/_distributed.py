@@ -529,21 +529,37 @@ def plan_batches(
     ``batch_size`` indices (the last may hold fewer, as many on every rank), aligned across ranks
     by cost: micro-batch j of every rank costs about the same (bcl::held_batch_planner: the
     global plan of one window, never worse per micro-step than verl's Karmarkar-Karp split of the
-    same batch). ``cap`` as the samplers spell it (a quantile is the held batch's own). Returns
-    ``out[rank][j]``, a list of indices into ``costs``; every index appears once. bcl.Error for
-    num_ranks or batch_size of 0, a batch that is not a multiple of num_ranks, or a bad cost.
+    same batch). Returns ``out[rank][j]``, a list of indices into ``costs``; every index appears
+    once. The same arguments give the same plan on every rank and platform.
 
-    ``costs`` may also be a table of shape (N, D): each record's cost in each of D stages that
-    synchronise separately (a vision encoder and a language model under FSDP or ZeRO-3, where a
-    micro-step lasts the sum over stages of the slowest rank in that stage; D at most
-    ``bcl._core.max_plan_stages``). The batch is planned on the summed costs, then each
-    micro-step's records are shared among the ranks stage by stage (bcl::held_stage_planner;
-    never worse by that measure than the summed plan), and the result is a list that also
-    carries ``.summary`` (docs/stages.md). ``sync="step"`` says the stages meet once a
-    micro-step (plain DDP, one gradient bucket): the summed cost is then what counts, and the
-    plan is that of the summed costs. A table of one column plans as a 1-d one. Stage costs take
-    neither ``cap`` nor ``batching="padded"``; bad values are errors naming the record and the
-    stage.
+    Args:
+        costs: the estimated cost of each record of the held batch (a sequence, array or
+            tensor of real numbers, finite, >= 0 and at most 1e120), or a table of shape (N, D):
+            each record's cost in each of D stages that synchronise separately (a vision encoder
+            and a language model under FSDP or ZeRO-3, where a micro-step lasts the sum over
+            stages of the slowest rank in that stage; D at most ``bcl._core.max_plan_stages``).
+            A table of one column plans as a 1-d one.
+        num_ranks: R, the ranks the batch is shared among.
+        batch_size: B, records a rank holds in each micro-batch.
+        batching: ``"packed"`` (the default: a micro-batch costs the sum of its records' costs)
+            or ``"padded"`` (a collate_fn that pads to the longest: a micro-batch costs its size
+            times its dearest record's cost), as bcl::plan_options::batching.
+        level_steps: bcl::plan_options::level_steps (default True): a micro-step led by a record
+            dearer than the mean batch is formed first and its other batches filled up to it;
+            the plan is still never worse than the same batch planned without it.
+        cap: None (the default), a number (each cost clipped to it for planning) or a quantile
+            of the held batch's own costs such as ``"p99"``, as the samplers spell it.
+        sync: with a table of stage costs, how the ranks meet: ``"stage"`` (the default: in
+            every stage; the batch is planned on the summed costs, then each micro-step's records
+            are shared among the ranks stage by stage, bcl::held_stage_planner, never worse by
+            that measure than the summed plan, and the result also carries ``.summary``,
+            docs/stages.md) or ``"step"`` (once a micro-step, plain DDP with one gradient bucket:
+            the plan of the summed costs).
+
+    Raises:
+        bcl.Error: num_ranks or batch_size of 0, a batch that is not a multiple of num_ranks, a
+            bad cost (naming its index; with stage costs, the record and the stage), a bad
+            option, and ``cap`` or ``batching="padded"`` with stage costs.
     """
     if sync not in ("stage", "step"):
         raise Error(f"bcl.plan_batches: sync must be 'stage' or 'step' (got {sync!r})")

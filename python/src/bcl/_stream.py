@@ -64,8 +64,9 @@ class BalancedStream(Iterator[list]):
     An iterator: each ``next()`` returns a batch, a list of the records themselves (held by
     reference, never copied), the last one short (``len(records) % batch_size``) or dropped with
     ``drop_last``. The contract of the C++ library holds: ceil(N / batch_size) batches (floor with
-    ``drop_last``) whatever the costs, every record exactly once, a record at most
-    ``max_delay_bound`` batches late. It reads the upstream a lookahead window ahead (up to
+    ``drop_last``) whatever the costs, every record exactly once, a record at most K - 1
+    batches late under the tumbling policy and (max_age + 1) * K - 1 under the sliding policy (23
+    at the defaults, K = 8 and max_age = 2). It reads the upstream a lookahead window ahead (up to
     ``buffer_windows * lookahead * batch_size`` records under the sliding policy) and starts at
     the first ``next()``.
 

@@ -8,7 +8,8 @@
 //     batches (epoch_layout, epoch_plan, epoch_window), the keyed order and its pass over an
 //     epoch or what a checkpoint left of it (keyed_order, keyed_epoch, epoch_rest).
 //   - Token-budget micro-batches: the budget, the plan, an epoch of them and its keyed pass.
-//   - Stage costs: the stage plans, the two-stage cost model and its calibration.
+//   - Stage costs: the stage plans, the rank-local stage balancer and its estimator concept, the
+//     two-stage cost model and its calibration.
 // Not here: the deprecated baseline partitioners (partition/lpt.hpp, swap_refinement.hpp,
 // karmarkar_karp.hpp, snake.hpp, exact.hpp) and the libtorch adapter (bcl/torch/, which needs
 // libtorch). Each header listed also compiles alone.
@@ -40,7 +41,9 @@
 #include <bcl/partition/partitioner.hpp>
 #include <bcl/record.hpp>
 #include <bcl/record_model.hpp>
+#include <bcl/stage_balancer.hpp>
 #include <bcl/stage_calibration.hpp>
+#include <bcl/stage_cost_estimator.hpp>
 #include <bcl/stage_plan.hpp>
 #include <bcl/statistics.hpp>
 #include <bcl/stream_mean_cost.hpp>

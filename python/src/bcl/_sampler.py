@@ -107,7 +107,11 @@ class BalancedBatchSampler(StatefulBatchSampler):
             indexed by dataset index (checked whole here: a NaN, a negative or absurd cost is a
             bcl.Error naming its index before any epoch starts), a mapping, or a callable
             ``index -> cost`` (asked once per index, each answer checked). Costs must be real,
-            finite and >= 0.
+            finite and >= 0. A table of shape (N, D), D >= 2, gives each index's cost in each of
+            D stages that synchronise separately: every stage of every batch is then balanced
+            toward that stage's mean over the epoch's indices (bcl::stage_balancer; docs/
+            stages.md), and cap, memory, calibrate, padded batching and a mean_cost other than
+            "epoch" are refused.
         batch_size: B, indices per batch.
         lookahead: K, batches per lookahead window (default 8).
         policy: ``"sliding"`` (default) or ``"tumbling"``.

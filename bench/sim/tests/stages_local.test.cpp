@@ -72,9 +72,11 @@ TEST_CASE("sim stages local: the shape's flags and refusals", "[sim][stages]") {
                                    "stages-tumbling", "stages"});
     bcl_sim::sim_config c = cfg;
     c.policies = {"none", "omnibal"};
-    CHECK_THROWS_WITH(bcl_sim::validate_stages(c),
-                      Contains("--policy: 'omnibal' is not a policy of --stages --shape local "
-                               "(expected some of none,lm,summed-tumbling,summed-sliding,stages-tumbling,stages)"));
+    CHECK_THROWS_WITH(
+        bcl_sim::validate_stages(c),
+        Contains(
+            "--policy: 'omnibal' is not a policy of --stages --shape local "
+            "(expected some of none,lm,summed-tumbling,summed-sliding,stages-tumbling,stages)"));
     c.policies = {"summed"};
     CHECK_THROWS_WITH(bcl_sim::validate_stages(c), Contains("'summed' is not a policy"));
     // The local names are not the other shapes' policies.

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import bcl
-from bcl._stage_sampler import StageLocal
+from bcl._stage_sampler import StageBalancedBatchSampler as StageLocal
 from bcl._state import checksum
 
 from test_stages import vision_language

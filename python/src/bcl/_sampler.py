@@ -14,7 +14,6 @@ from ._core import Error
 from ._cost import AffineQuadratic
 from ._options import MEAN_COST_MODES, balancer_options, calibration_prior
 from ._protocol import StatefulBatchSampler
-from ._stage_sampler import StageLocal
 from ._state import Reader, format_of, indices_digest, inner_kind
 
 # Identifies the layout of state_dict(). Format 3 is still read (it lacks "finished", which it
@@ -68,7 +67,7 @@ class _Run:
         return self._digest
 
 
-class _Finished:
+class Finished:
     """A loaded state of an epoch whose every batch was taken: a pass that yields nothing."""
 
     __slots__ = ("epoch", "done")
@@ -150,13 +149,6 @@ class BalancedBatchSampler(StatefulBatchSampler):
     _earlier_formats = _EARLIER_FORMATS
     _checked_fields = _CHECKED_FIELDS
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        # Costs of shape (N, D), D >= 2, are stage costs: a sampler of the stage balancer.
-        costs = args[1] if len(args) > 1 else kwargs.get("costs")
-        if cls is BalancedBatchSampler and _stages.stage_count("costs", costs) >= 2:
-            cls = _StageBalancedBatchSampler
-        return super().__new__(cls)
-
     def __init__(
         self,
         sampler: Any,
@@ -197,8 +189,13 @@ class BalancedBatchSampler(StatefulBatchSampler):
         if table is not None and table.shape[1] == 1:
             costs = table[:, 0]  # one column: one cost a record
         elif table is not None:
-            if not isinstance(self, StageLocal):
+            # Costs of shape (N, D), D >= 2, are stage costs: the sampler is one of the stage
+            # balancer (bcl._stage_sampler, which imports this module), whose methods take over.
+            from ._stage_sampler import StageBalancedBatchSampler
+
+            if type(self) not in (BalancedBatchSampler, StageBalancedBatchSampler):
                 raise Error(f"{_WHO}: a subclass of it cannot take stage costs")
+            self.__class__ = StageBalancedBatchSampler
             self.init_stages(arguments, opt, table)
             return
         self._prefetch_limit = inputs.whole("prefetch_limit", prefetch_limit)
@@ -275,7 +272,7 @@ class BalancedBatchSampler(StatefulBatchSampler):
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
         self._epoch = epoch
-        if isinstance(self._resume, _Finished) and self._resume.epoch != epoch:
+        if isinstance(self._resume, Finished) and self._resume.epoch != epoch:
             self._resume = None
 
     @property
@@ -315,7 +312,7 @@ class BalancedBatchSampler(StatefulBatchSampler):
             state.update(running=False, finished=False, epoch=self._current_epoch(),
                          inner=self._inner_state(), learned=self._learned_state())  # fmt: skip
         elif finished:
-            learned = self._carry if isinstance(cursor, _Finished) else cursor.core
+            learned = self._carry if isinstance(cursor, Finished) else cursor.core
             state.update(running=False, finished=True, epoch=cursor.epoch,
                          inner=self._inner_state(),
                          learned=bytes(learned.learned_state(self._options.mean_cost)))  # fmt: skip
@@ -384,7 +381,7 @@ class BalancedBatchSampler(StatefulBatchSampler):
             if saved is not None:
                 resume = self._prepare_resume(saved, inner, epoch, extra)
             elif finished:
-                resume = _Finished(epoch)
+                resume = Finished(epoch)
         except BaseException:
             rollback()
             raise
@@ -544,11 +541,3 @@ class BalancedBatchSampler(StatefulBatchSampler):
         cost = self._cost_of.values(missing)
         memory = None if self._memory_of is None else self._memory_of.values(missing)
         self._table.assign(missing, cost, memory)
-
-
-class _StageBalancedBatchSampler(StageLocal, BalancedBatchSampler):
-    """bcl.BalancedBatchSampler over costs of shape (N, D), D >= 2 (see bcl._stage_sampler)."""
-
-    @staticmethod
-    def _finished_pass(epoch: Optional[int]) -> _Finished:
-        return _Finished(epoch)

@@ -1,10 +1,10 @@
 """bcl.BalancedBatchSampler over a table of stage costs: bcl::stage_balancer over dataset indices.
 
-A sampler given costs of shape (N, D), D >= 2, is one of these (BalancedBatchSampler picks the
-class): each epoch's indices go through a rank-local bcl::stage_balancer, which levels every stage
-of every batch toward that stage's mean, so that a model whose stages synchronise separately (a
-vision encoder, then a language model, each meeting at its own collectives) waits little in each
-stage, with no communication.
+A sampler given costs of shape (N, D), D >= 2, is one of these (BalancedBatchSampler's
+constructor makes it one): each epoch's indices go through a rank-local bcl::stage_balancer,
+which levels every stage of every batch toward that stage's mean, so that a model whose stages
+synchronise separately (a vision encoder, then a language model, each meeting at its own
+collectives) waits little in each stage, with no communication.
 
 The balancer is a function of the epoch's indices, their costs and the options, so the whole
 epoch is balanced when it starts (the sampler draws the epoch's indices up front anyway), and a
@@ -22,6 +22,7 @@ import numpy as np
 from . import _core
 from . import _inputs as inputs
 from ._core import Error
+from ._sampler import BalancedBatchSampler, Finished
 from ._state import Reader, indices_digest, inner_kind
 
 STAGE_STATE_FORMAT = "bcl.BalancedBatchSampler.stages/1"
@@ -107,11 +108,11 @@ class StageRun:
         return self._costs_digest
 
 
-class StageLocal:
-    """The stage-cost behaviour of bcl.BalancedBatchSampler (mixed in before it: see
-    _sampler._StageBalancedBatchSampler). Its constructor's checks and common state are
-    BalancedBatchSampler's; init_stages() takes over where the costs turn out to be a table of
-    D >= 2 stage costs."""
+class StageBalancedBatchSampler(BalancedBatchSampler):
+    """bcl.BalancedBatchSampler over costs of shape (N, D), D >= 2: BalancedBatchSampler's
+    constructor checks the arguments, finds the table of stage costs, makes its instance one of
+    this class and hands over to init_stages(); the methods below replace those of one cost a
+    record."""
 
     _format = STAGE_STATE_FORMAT
     _earlier_formats: tuple = ()
@@ -223,7 +224,7 @@ class StageLocal:
             if saved is not None:
                 resume = self._resumed(saved, inner, epoch, extra)
             elif finished:
-                resume = self._finished_pass(epoch)
+                resume = Finished(epoch)
         except BaseException:
             rollback()
             raise

@@ -89,16 +89,3 @@ def plan_stage_batches(
     """bcl.plan_batches for a table of D >= 2 stage costs (bcl::held_stage_planner)."""
     plan, summary = _core.plan_stage_batch(table, ranks, batch_size, mode, level)
     return StagePlan(list(plan), dict(summary))
-
-
-def stage_count(name: str, values: Any) -> int:
-    """D of `values` when it is a table of stage costs as stage_costs() reads one (for an array or
-    a tensor without converting it), else 0. Raises what stage_costs() raises for a ragged list."""
-    if inputs.is_tensor(values):
-        return int(values.shape[1]) if values.dim() == 2 else 0
-    if isinstance(values, np.ndarray) or inputs.array_like(values):
-        shape = np.shape(values)
-        return int(shape[1]) if len(shape) == 2 else 0
-    if isinstance(values, Sequence) and not isinstance(values, (str, bytes)):
-        return _row_count(name, values) or 0
-    return 0

@@ -1,11 +1,10 @@
 // Writes the seed corpus of the fuzz targets: `bcl-fuzz-make-corpus <dir>` creates
-// <dir>/balancer/, <dir>/state/, <dir>/calibration/, <dir>/epoch_rest/, <dir>/token_rest/ and
-// <dir>/stage_plan/ and
-// fills them with a few dozen small inputs, each a sequence of the decisions the harnesses read
-// (written by seed_writer.hpp, which reads each seed's options back with the harness's own reader
-// and stops the program unless they are the ones the seed asks for). The output is deterministic;
-// the repository's fuzz/corpus/ is this program's output, and the reproducers of past findings kept
-// beside it (fuzz/corpus/calibration/finding-*).
+// <dir>/balancer/, <dir>/state/, <dir>/calibration/, <dir>/epoch_rest/, <dir>/token_rest/,
+// <dir>/stage_plan/ and <dir>/stage_balancer/ and fills them with a few dozen small inputs, each a
+// sequence of the decisions the harnesses read (written by seed_writer.hpp, which reads each seed's
+// options back with the harness's own reader and stops the program unless they are the ones the
+// seed asks for). The output is deterministic; the repository's fuzz/corpus/ is this program's
+// output, and the reproducers of past findings kept beside it (fuzz/corpus/calibration/finding-*).
 
 #include "calibration_input.hpp"
 #include "fuzz_support.hpp"
@@ -500,12 +499,42 @@ void stage_plan_seeds(const std::filesystem::path& dir) {
     write(dir, "tokens-one-above-t", tokens.bytes());
 }
 
+// stage_balancer: D (0: one stage, 1: two, 2: three), B, K, the option flags (bit 0 sliding, 1
+// drop_last, 2 shuffled, 3 largest_first, 4-5 buffer_windows - 1, 6-7 max_age's slack), the seed,
+// stage means or none, then operations (0-2 push and the record's D costs, 3 pop, 4 finish, 5
+// save and restore, 6 restore a changed state, 7 next epoch): a sliding run of two stages with a
+// save mid-epoch, a tumbling one with drop_last and a NaN, one whose estimator throws, and one
+// restoring a state with a changed count.
+void stage_balancer_seeds(const std::filesystem::path& dir) {
+    const auto run = [](std::uint8_t d, std::uint8_t b, std::uint8_t k, std::uint8_t flags,
+                        std::uint8_t records, std::uint8_t odd_at, std::uint8_t odd) {
+        seed s;
+        s.byte(d).byte(static_cast<std::uint8_t>(b - 1)).byte(static_cast<std::uint8_t>(k - 1));
+        s.byte(flags).byte(5).byte(0);
+        for (std::uint8_t i = 0; i < records; ++i) {
+            s.byte(i == odd_at && odd == 255 ? 255 : 0);
+            for (std::uint8_t c = 0; c <= d; ++c)
+                s.byte(i == odd_at && c == 0 && odd != 255
+                           ? odd
+                           : static_cast<std::uint8_t>((i * 7 + c * 5) % 16));
+            if (i % 5 == 4) s.byte(3);           // pop what is ready
+            if (i == records / 2) s.byte(5 | 8); // save a copy and go on from it
+        }
+        return s.byte(4).byte(3).byte(7).byte(0).byte(9).byte(1).byte(2).byte(4).byte(3);
+    };
+    write(dir, "sliding-two-stages-saved", run(1, 3, 2, 0x11, 40, 99, 0).bytes());
+    write(dir, "tumbling-drop-last-nan", run(2, 4, 3, 0x02, 23, 6, 192).bytes());
+    write(dir, "estimator-throws", run(1, 2, 2, 0x05, 17, 3, 255).bytes());
+    seed changed = run(0, 2, 3, 0x21, 20, 99, 0);
+    write(dir, "changed-state", changed.byte(6).byte(0).byte(1).byte(6).byte(6).byte(2).bytes());
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         std::fprintf(stderr,
                      "usage: %s <corpus dir>   (writes <dir>/balancer, <dir>/state, "
-                     "<dir>/calibration, <dir>/epoch_rest, <dir>/token_rest and "
-                     "<dir>/stage_plan)\n",
+                     "<dir>/calibration, <dir>/epoch_rest, <dir>/token_rest, "
+                     "<dir>/stage_plan and <dir>/stage_balancer)\n",
                      argv[0]);
         return 2;
     }
@@ -516,5 +545,6 @@ int main(int argc, char** argv) {
     epoch_rest_seeds(root / "epoch_rest");
     token_rest_seeds(root / "token_rest");
     stage_plan_seeds(root / "stage_plan");
+    stage_balancer_seeds(root / "stage_balancer");
     return 0;
 }

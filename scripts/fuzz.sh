@@ -19,7 +19,7 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
 fi
 cxx="${BCL_FUZZ_CXX:-clang++-16}"
 build="build-fuzz"
-targets=(balancer state calibration epoch_rest token_rest stage_plan)
+targets=(balancer state calibration epoch_rest token_rest stage_plan stage_balancer)
 per_target=$((seconds / ${#targets[@]}))
 if [[ $per_target -eq 0 ]]; then
     per_target=1

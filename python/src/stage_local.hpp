@@ -40,18 +40,12 @@ struct index_stage_costs {
     }
 };
 
-/// What stage_local_epoch gives Python: the epoch's batches (flat, and each batch's size), and
-/// the balancer's statistics.
-struct stage_local_result {
-    std::vector<std::int64_t> indices;
-    std::vector<std::int64_t> sizes;
-    py::dict stats;
-};
-
+/// One epoch through a bcl::stage_balancer of D stages: (the batches' indices one after another,
+/// each batch's size, the balancer's statistics).
 template <std::size_t D>
-stage_local_result run_stage_local(std::span<const double> table,
-                                   std::span<const std::int64_t> epoch, const bcl::options& opt,
-                                   const std::optional<std::vector<double>>& means) {
+py::tuple run_stage_local(std::span<const double> table, std::span<const std::int64_t> epoch,
+                          const bcl::options& opt,
+                          const std::optional<std::vector<double>>& means) {
     using balancer_type = bcl::stage_balancer<std::int64_t, index_stage_costs<D>>;
     const index_stage_costs<D> estimator{table.data()};
     std::optional<balancer_type> balancer;
@@ -62,11 +56,12 @@ stage_local_result run_stage_local(std::span<const double> table,
     } else {
         balancer.emplace(estimator, opt);
     }
-    stage_local_result out;
-    out.indices.reserve(epoch.size());
+    std::vector<std::int64_t> indices;
+    std::vector<std::int64_t> sizes;
+    indices.reserve(epoch.size());
     const auto take = [&](std::span<std::int64_t> batch) {
-        out.indices.insert(out.indices.end(), batch.begin(), batch.end());
-        out.sizes.push_back(static_cast<std::int64_t>(batch.size()));
+        indices.insert(indices.end(), batch.begin(), batch.end());
+        sizes.push_back(static_cast<std::int64_t>(batch.size()));
     };
     {
         py::gil_scoped_release unlocked;
@@ -88,31 +83,32 @@ stage_local_result run_stage_local(std::span<const double> table,
         stage["max"] = s.stage_batch_cost[d].max();
         stages.append(stage);
     }
-    out.stats["records_in"] = s.records_in;
-    out.stats["records_out"] = s.records_out;
-    out.stats["records_dropped"] = s.records_dropped;
-    out.stats["batches"] = s.batches;
-    out.stats["windows"] = s.windows;
-    out.stats["stage_batch_cost"] = stages;
+    py::dict stats;
+    stats["records_in"] = s.records_in;
+    stats["records_out"] = s.records_out;
+    stats["records_dropped"] = s.records_dropped;
+    stats["batches"] = s.batches;
+    stats["windows"] = s.windows;
+    stats["stage_batch_cost"] = stages;
     py::dict efficiency;
     efficiency["count"] = s.window_efficiency.count();
     efficiency["mean"] = s.window_efficiency.mean();
     efficiency["min"] = s.window_efficiency.min();
-    out.stats["window_efficiency"] = efficiency;
+    stats["window_efficiency"] = efficiency;
     std::vector<double> aimed(D);
     const auto m = balancer->stage_means();
     for (std::size_t d = 0; d < D; ++d) aimed[d] = m[d];
-    out.stats["stage_means"] = aimed;
-    return out;
+    stats["stage_means"] = aimed;
+    return py::make_tuple(index_array(static_cast<py::ssize_t>(indices.size()), indices.data()),
+                          index_array(static_cast<py::ssize_t>(sizes.size()), sizes.data()), stats);
 }
 
 template <std::size_t... D>
-stage_local_result dispatch_stage_local(std::size_t stages, std::span<const double> table,
-                                        std::span<const std::int64_t> epoch,
-                                        const bcl::options& opt,
-                                        const std::optional<std::vector<double>>& means,
-                                        std::index_sequence<D...> /*all*/) {
-    stage_local_result out;
+py::tuple dispatch_stage_local(std::size_t stages, std::span<const double> table,
+                               std::span<const std::int64_t> epoch, const bcl::options& opt,
+                               const std::optional<std::vector<double>>& means,
+                               std::index_sequence<D...> /*all*/) {
+    py::tuple out;
     const bool found =
         ((stages == D + 1 && (out = run_stage_local<D + 1>(table, epoch, opt, means), true)) ||
          ...);
@@ -153,12 +149,9 @@ inline void define_stage_local(py::module_& m) {
                         (*means)[s] += table.data()[static_cast<std::size_t>(index) * stages + s];
                 for (double& m : *means) m /= static_cast<double>(epoch.size());
             }
-            stage_local_result r = dispatch_stage_local(
-                stages, std::span<const double>(table.data(), n * stages), epoch, opt, means,
-                std::make_index_sequence<bcl::max_plan_stages>{});
-            return py::make_tuple(
-                index_array(static_cast<py::ssize_t>(r.indices.size()), r.indices.data()),
-                index_array(static_cast<py::ssize_t>(r.sizes.size()), r.sizes.data()), r.stats);
+            return dispatch_stage_local(stages, std::span<const double>(table.data(), n * stages),
+                                        epoch, opt, means,
+                                        std::make_index_sequence<bcl::max_plan_stages>{});
         },
         py::arg("table"), py::arg("indices"), py::arg("options"), py::arg("epoch_means"),
         "bcl.BalancedBatchSampler with stage costs: one epoch's batches (flat indices, each "

@@ -352,42 +352,72 @@ class BalancedBatchSampler(StatefulBatchSampler):
         (the inner sampler is asked for them again, unless a copy carries them) and this
         sampler; commits only then. Whatever fails leaves this sampler as it was (its inner
         sampler's epoch and state are put back, where it has set_epoch/state_dict)."""
-        state = read.state
         self._check_same_sampler(read)
+        has_finished = format_of(read.state) == STATE_FORMAT
+        running, finished, epoch, inner = self._read_pass(read, _RUNNING_FIELDS, has_finished)
+        saved = self._read_run(read) if running else None
+        carry = None if running else self._read_learned(read)
+        if finished and carry is None:
+            raise read.error("learned", "is None, but a finished epoch's balancer carries on")
+        resume = None if saved is None else (
+            lambda: self._prepare_resume(saved, inner, epoch, extra))  # fmt: skip
+        self._commit_resume(epoch, inner, finished, resume)
+        self._carry = carry
+
+    def _read_pass(self, read: Reader, running_fields: tuple, has_finished: bool = True) -> tuple:
+        """(running, finished, epoch, inner) of a state, each checked against the others: a
+        running pass is not finished, only a running one holds `running_fields`, and only an inner
+        sampler with a state_dict() gives a state one (see _inner_state)."""
         running = read.flag("running")
-        finished = read.flag("finished") if format_of(state) == STATE_FORMAT else False
+        finished = read.flag("finished") if has_finished else False
         if running and finished:
             raise read.error("finished", "is True, but running says the epoch is under way")
-        present = [key for key in _RUNNING_FIELDS if key in state]
+        present = [key for key in running_fields if key in read.state]
         if not running and present:
             raise read.error(
                 "running", f"is False, but it holds a running epoch's {', '.join(present)}"
             )
         epoch, inner = read.epoch(), read.get("inner")
         if inner is not None and not hasattr(self.sampler, "state_dict"):
-            # Only an inner sampler with a state_dict() gives a state one (see _inner_state).
             raise read.error("inner", "holds a state, but the inner sampler keeps none")
-        saved = self._read_run(read) if running else None
-        carry = None if running else self._read_learned(read)
-        if finished and carry is None:
-            raise read.error("learned", "is None, but a finished epoch's balancer carries on")
+        return running, finished, epoch, inner
+
+    def _commit_resume(self, epoch: Optional[int], inner: Any, finished: bool,
+                       running_pass: Any) -> None:  # fmt: skip
+        """Sets the epoch and the inner sampler's state, then the pass to resume: the running
+        one `running_pass()` rebuilds and checks (`running_pass` None when the state is between
+        epochs), or a finished one; whatever fails puts back what was changed."""
         rollback = self._inner_rollback()
         try:
             if epoch is not None:
                 self.set_epoch(epoch)
             if inner is not None and hasattr(self.sampler, "load_state_dict"):
                 self.sampler.load_state_dict(inner)
-            resume: Any = None
-            if saved is not None:
-                resume = self._prepare_resume(saved, inner, epoch, extra)
-            elif finished:
-                resume = Finished(epoch)
+            if running_pass is not None:
+                resume = running_pass()
+            else:
+                resume = Finished(epoch) if finished else None
         except BaseException:
             rollback()
             raise
         self._resume = resume
-        self._carry = carry
         self._latest = None
+
+    def _epoch_indices(self, length: int, digest: str, copied: Any) -> np.ndarray:
+        """The saved epoch's indices: those the inner sampler yields again, or those a copy
+        carries; bcl.Error unless they are the ones the state was saved with."""
+        if copied is None:
+            indices = self._pull()
+        else:
+            indices = inputs.strict_indices(copied, f"{_WHO}: the copied epoch's indices")
+        if len(indices) != length or indices_digest(indices) != digest:
+            raise Error(
+                f"{_WHO}: the inner sampler yields other indices for this epoch than when the "
+                f"state was saved ({len(indices)} indices now, {length} then); restoring needs "
+                "an inner sampler that repeats an epoch's order (e.g. a DistributedSampler with "
+                "the same seed and epoch) or one with state_dict()/load_state_dict()"
+            )
+        return indices
 
     def _copy_extra(self) -> Any:
         """A copy of a pass mid-epoch takes the epoch's indices along, so that it need not ask
@@ -467,17 +497,7 @@ class BalancedBatchSampler(StatefulBatchSampler):
         """The saved epoch, rebuilt and checked against its indices: those the inner sampler
         yields, or those a copy carries."""
         level, position, length, digest, data, pending = saved
-        if indices is None:
-            indices = self._pull()
-        else:
-            indices = inputs.strict_indices(indices, f"{_WHO}: the copied epoch's indices")
-        if len(indices) != length or indices_digest(indices) != digest:
-            raise Error(
-                f"{_WHO}: the inner sampler yields other indices for this epoch than when the "
-                f"state was saved ({len(indices)} indices now, {length} then); restoring needs "
-                "an inner sampler that repeats an epoch's order (e.g. a DistributedSampler with "
-                "the same seed and epoch) or one with state_dict()/load_state_dict()"
-            )
+        indices = self._epoch_indices(length, digest, indices)
         self._complete_table(indices)
         options = _core.with_mean_cost(self._options, level)
         core = self._new_epoch(options, data, pending, indices, position)

@@ -22,7 +22,7 @@ import numpy as np
 from . import _core
 from . import _inputs as inputs
 from ._core import Error
-from ._sampler import BalancedBatchSampler, Finished
+from ._sampler import BalancedBatchSampler
 from ._state import Reader, indices_digest, inner_kind
 
 STAGE_STATE_FORMAT = "bcl.BalancedBatchSampler.stages/1"
@@ -189,7 +189,6 @@ class StageBalancedBatchSampler(BalancedBatchSampler):
         """Checks every field against the others, this sampler and the epoch's indices and costs
         (the inner sampler is asked for the indices again, unless a copy carries them); commits
         only then. Whatever fails leaves this sampler as it was."""
-        state = read.state
         read.same("stages", self.stages, "stages (D) of the costs")
         read.same("dataset_size", int(self._stage_table.shape[0]),
                   "dataset indices the costs cover")  # fmt: skip
@@ -199,51 +198,17 @@ class StageBalancedBatchSampler(BalancedBatchSampler):
                 f"{_WHO}: the state's inner_kind is {kind}, but this sampler wraps a "
                 f"{inner_kind(self.sampler)}"
             )
-        running, finished = read.flag("running"), read.flag("finished")
-        if running and finished:
-            raise read.error("finished", "is True, but running says the epoch is under way")
-        present = [key for key in self._optional_fields if key in state]
-        if not running and present:
-            raise read.error(
-                "running", f"is False, but it holds a running epoch's {', '.join(present)}"
-            )
-        epoch, inner = read.epoch(), read.get("inner")
-        if inner is not None and not hasattr(self.sampler, "state_dict"):
-            raise read.error("inner", "holds a state, but the inner sampler keeps none")
+        running, finished, epoch, inner = self._read_pass(read, self._optional_fields)
         saved = None
         if running:
             saved = (read.count("position"), read.count("length"), read.text("digest"),
                      read.text("costs_digest"))  # fmt: skip
-        rollback = self._inner_rollback()
-        try:
-            if epoch is not None:
-                self.set_epoch(epoch)
-            if inner is not None and hasattr(self.sampler, "load_state_dict"):
-                self.sampler.load_state_dict(inner)
-            resume: Any = None
-            if saved is not None:
-                resume = self._resumed(saved, inner, epoch, extra)
-            elif finished:
-                resume = Finished(epoch)
-        except BaseException:
-            rollback()
-            raise
-        self._resume = resume
-        self._latest = None
+        resume = None if saved is None else (lambda: self._resumed(saved, inner, epoch, extra))
+        self._commit_resume(epoch, inner, finished, resume)
 
     def _resumed(self, saved: tuple, inner: Any, epoch: Optional[int], indices: Any) -> StageRun:
         position, length, digest, costs_digest = saved
-        if indices is None:
-            indices = self._pull()
-        else:
-            indices = inputs.strict_indices(indices, f"{_WHO}: the copied epoch's indices")
-        if len(indices) != length or indices_digest(indices) != digest:
-            raise Error(
-                f"{_WHO}: the inner sampler yields other indices for this epoch than when the "
-                f"state was saved ({len(indices)} indices now, {length} then); restoring needs "
-                "an inner sampler that repeats an epoch's order (e.g. a DistributedSampler with "
-                "the same seed and epoch) or one with state_dict()/load_state_dict()"
-            )
+        indices = self._epoch_indices(length, digest, indices)
         run = self._plan(indices, epoch, inner)
         if run.costs_digest() != costs_digest:
             raise Error(

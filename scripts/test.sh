@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run). Installs what is missing (Debian), then:
 #
-#   style                clang-format-14 on every C++ file; clang-tidy-16 over every header; the
+#   style                every relative link and anchor of the docs resolves, and every figure in
+#                        the README's results links to the page holding its command;
+#                        clang-format-14 on every C++ file; clang-tidy-16 over every header; the
 #                        layering rule; every header has its spec.
 #   build/               GCC 12, -O2, warnings as errors, the specs in unity batches. Every spec and
 #                        property test at full counts (bcl-tests, bcl-sim-tests), each header

@@ -31,6 +31,12 @@
 //                                       B = 16, on the stage rows' records: D = 2 through
 //                                       bcl::stage_balancer, D = 1 their sums through
 //                                       bcl::balancer; policy tumbling or sliding
+//   stage_plan/window/R:<R>/K:8/D:<D>   one bcl::stage_window_planner plan of a window of R*8*16
+//                                       records of the same mix (R = 8, 64), D = 2 or 1 (their
+//                                       sum: bcl::global_planner's plan)
+//   stage_plan/window_candidates/R:<R>/K:8/D:2
+//                                       the D + 1 one-number plans alone that such a plan of D = 2
+//                                       chooses its steps from (the summed costs, each stage's)
 //   distribution/<source>/<algorithm>/K:<K>/B:<B>   partitioners on other length distributions
 //                                       and real workloads (bench/workloads), for the table in
 //                                       docs/partitioners.md
@@ -86,6 +92,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 // ---------------------------------------------------------------------------------------------
@@ -962,6 +969,111 @@ struct stage_adapter_balancer<summed_staged_cost>
     using balancer::balancer;
 };
 
+/// The summed costs of rows of two stage costs.
+std::vector<double> summed_stages(const std::vector<double>& two_stages) {
+    std::vector<double> sums(two_stages.size() / 2);
+    for (std::size_t i = 0; i < sums.size(); ++i)
+        sums[i] = two_stages[2 * i] + two_stages[2 * i + 1];
+    return sums;
+}
+
+/// Per stage, the efficiency of the summed plan's steps (`slots` of a plan of R*K*B records)
+/// each shared among the ranks by stage with no choice of steps: each step's records planned as
+/// a held batch of one micro-step (bcl::held_stage_planner), total / (R * the steps' summed
+/// objectives).
+double summed_steps_efficiency(const std::vector<double>& two_stages,
+                               std::span<const bcl::plan_slot> slots,
+                               const bcl::plan_shape& shape) {
+    bcl::held_stage_planner planner;
+    std::vector<double> step_costs;
+    std::vector<bcl::plan_slot> step_out;
+    double total = 0.0;
+    double objective = 0.0;
+    for (std::size_t step = 0; step < shape.steps; ++step) {
+        step_costs.clear();
+        for (std::size_t i = 0; i < slots.size(); ++i)
+            if (slots[i].step == step) {
+                step_costs.push_back(two_stages[2 * i]);
+                step_costs.push_back(two_stages[2 * i + 1]);
+            }
+        step_out.resize(step_costs.size() / 2);
+        const bcl::stage_plan_summary s =
+            planner.plan(step_costs, 2, shape.ranks, shape.batch, {}, step_out);
+        total += s.total;
+        objective += s.objective;
+    }
+    return objective > 0.0 ? total / (static_cast<double>(shape.ranks) * objective) : 1.0;
+}
+
+/// stage_plan/window/R:<R>/K:8/D:<D>: one bcl::stage_window_planner::plan per iteration on a
+/// window of R*K*B records of the stage rows' mix (K = 8 steps of B = 16), with their two stage
+/// costs (D = 2) or their sums (D = 1, bcl::global_planner's plan); plan_efficiency the plan's
+/// own, per stage. stage_plan/window_candidates/R:<R>/K:8/D:2 with candidates_only: the D + 1
+/// one-number plans alone that a plan of D = 2 makes before restaging, to choose its steps
+/// (bcl::global_planner on the summed costs and on each stage's alone), the least a plan that
+/// chooses can take; its summed_steps_efficiency (per stage, computed before the timed loop) is
+/// what the plan reaches without that choice, the summed plan's steps restaged.
+void stage_window_benchmark(benchmark::State& state, bool candidates_only) {
+    const bcl::plan_shape shape{.ranks = static_cast<std::size_t>(state.range(0)),
+                                .steps = static_cast<std::size_t>(state.range(1)),
+                                .batch = 16};
+    const auto stages = static_cast<std::size_t>(state.range(2));
+    const std::size_t records = shape.ranks * shape.steps * shape.batch;
+    std::vector<std::vector<double>> windows = stage_windows(records, 16);
+    // The candidates' one number a record, window after window: the summed costs, then each
+    // stage's.
+    std::vector<std::vector<double>> scalars;
+    if (candidates_only)
+        for (const std::vector<double>& w : windows) {
+            scalars.push_back(summed_stages(w));
+            for (std::size_t s = 0; s < 2; ++s) {
+                std::vector<double> column(records);
+                for (std::size_t i = 0; i < records; ++i) column[i] = w[2 * i + s];
+                scalars.push_back(std::move(column));
+            }
+        }
+    std::vector<bcl::plan_slot> out(records);
+    double summed_steps_sum = 0.0;
+    if (candidates_only) {
+        bcl::global_planner summed_plan;
+        for (std::size_t v = 0; v < windows.size(); ++v) {
+            summed_plan.plan(scalars[3 * v], shape, out);
+            summed_steps_sum += summed_steps_efficiency(windows[v], out, shape);
+        }
+    }
+    if (stages == 1)
+        for (std::vector<double>& w : windows) w = summed_stages(w);
+    bcl::stage_window_planner planner;
+    bcl::global_planner candidate;
+    double efficiency_sum = 0.0;
+    const auto run = [&](std::size_t w) {
+        if (candidates_only) {
+            for (std::size_t c = 0; c < 3; ++c) candidate.plan(scalars[3 * w + c], shape, out);
+            return;
+        }
+        efficiency_sum += planner.plan(windows[w], stages, shape, {}, out).efficiency();
+    };
+    for (std::size_t v = 0; v < windows.size(); ++v) run(v);
+    efficiency_sum = 0.0;
+    std::size_t w = 0;
+    std::size_t runs = 0;
+    const std::size_t allocations_before = allocations_now();
+    for (auto _ : state) {
+        run(w);
+        benchmark::DoNotOptimize(out.data());
+        ++runs;
+        if (++w == windows.size()) w = 0;
+    }
+    const std::size_t allocations = allocations_since(allocations_before);
+    set_counters(state, records, 0.0, runs, allocations);
+    if (candidates_only)
+        state.counters["summed_steps_efficiency"] =
+            summed_steps_sum / static_cast<double>(windows.size());
+    else
+        state.counters["plan_efficiency"] =
+            efficiency_sum / static_cast<double>(runs > 0 ? runs : 1);
+}
+
 void register_stage_plans() {
     for (const auto policy : {bcl::lookahead_policy::tumbling, bcl::lookahead_policy::sliding}) {
         const std::string name = policy == bcl::lookahead_policy::tumbling
@@ -982,6 +1094,13 @@ void register_stage_plans() {
             benchmark::RegisterBenchmark("stage_plan/held", stage_plan_benchmark, false)
                 ->ArgNames({"R", "D"})
                 ->Args({r, d});
+        for (const std::int64_t d : {1, 2})
+            benchmark::RegisterBenchmark("stage_plan/window", stage_window_benchmark, false)
+                ->ArgNames({"R", "K", "D"})
+                ->Args({r, 8, d});
+        benchmark::RegisterBenchmark("stage_plan/window_candidates", stage_window_benchmark, true)
+            ->ArgNames({"R", "K", "D"})
+            ->Args({r, 8, 2});
     }
 }
 

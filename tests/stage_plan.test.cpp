@@ -4,8 +4,8 @@
 // every record once), each micro-step's records then shared among the ranks by stage; the sum over
 // micro-steps and stages of the slowest rank never rises above the summed plan's and never falls
 // below the bound; with D = 1 the plan is bcl::held_batch_planner's, unchanged; on a vision-
-// language mix it gains what one-number plans leave; bad input is an error naming the record and
-// the stage, and changes nothing.
+// language mix it gains what one-number plans leave (at R = 8, and R = 64 for windows); bad input
+// is an error naming the record and the stage, and changes nothing.
 
 #include "support/distributions.hpp"
 
@@ -275,6 +275,32 @@ TEST_CASE("stage window: on a vision-language mix at R=8, K=8, B=16 the windows 
     CAPTURE(stages, flat, best);
     REQUIRE(stages >= flat);
     REQUIRE(stages >= best - 0.03);
+}
+
+TEST_CASE("stage window: at R=64, where the levelling tries only its first partners, the windows "
+          "of a vision-language mix gain over the summed plan and come within a hundredth of the "
+          "bound",
+          "[stage_plan]") {
+    // 63 partners a rank, step_stages::level_partners of them tried after the likeliest.
+    static_assert(bcl::detail::stages::step_stages::level_partners + 2 < 64);
+    bcl::stage_window_planner planner;
+    const bcl::plan_shape shape{64, 8, 16};
+    double total = 0.0, objective = 0.0, summed = 0.0, bound = 0.0;
+    for (std::uint64_t window = 0; window < 3; ++window) {
+        const std::vector<double> costs = vision_language(64 * 8 * 16, window + 200);
+        std::vector<bcl::plan_slot> slots(costs.size() / 2);
+        const bcl::stage_plan_summary s = planner.plan(costs, 2, shape, {}, slots);
+        total += s.total;
+        objective += s.objective;
+        summed += s.summed_objective;
+        bound += s.lower_bound;
+    }
+    const double stages = total / 64 / objective;
+    const double flat = total / 64 / summed;
+    const double best = total / 64 / bound;
+    CAPTURE(stages, flat, best);
+    REQUIRE(stages >= flat + 0.04);
+    REQUIRE(stages >= best - 0.01);
 }
 
 TEST_CASE("stage window: bad stages and costs are errors naming them, the plan unchanged",

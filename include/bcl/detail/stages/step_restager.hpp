@@ -50,6 +50,15 @@ public:
         m_fill.assign(m_first.begin(), m_first.end() - 1);
         for (std::size_t i = 0; i < n; ++i)
             m_records[m_fill[slots[i].step]++] = static_cast<std::uint32_t>(i);
+        // Scratch for the largest micro-step, the fresh deal's too: a plan whose fresh deals
+        // come late allocates no more than one that deals on every step.
+        std::size_t largest = 0;
+        for (std::size_t step = 0; step < steps; ++step)
+            largest = std::max(largest, m_first[step + 1] - m_first[step]);
+        m_stages.reserve(largest, ranks, t.stages);
+        m_kept.reserve(largest);
+        m_tried.reserve(largest);
+        m_fresh.reserve(largest);
         for (std::size_t step = 0; step < steps; ++step) {
             const std::span<const std::uint32_t> records =
                 std::span<const std::uint32_t>(m_records).subspan(m_first[step], m_first[step + 1] -

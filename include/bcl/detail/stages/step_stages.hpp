@@ -155,6 +155,24 @@ public:
         }
     }
 
+    /// Scratch for steps of up to `records` records over `ranks` ranks and `stages` stages:
+    /// improve() and deal() of such steps then allocate nothing, deal() included where it is
+    /// called only now and then (step_restager deals afresh only on some steps).
+    void reserve(std::size_t records, std::size_t ranks, std::size_t stages) {
+        m_cost.reserve(records * stages);
+        m_sorted.reserve(records * stages);
+        m_at.reserve(records * stages);
+        m_load.reserve(ranks * stages);
+        m_first.reserve(ranks + 1);
+        m_fill.reserve(ranks + 1);
+        m_top.reserve(stages);
+        m_partners.reserve(ranks);
+        m_order.reserve(records);
+        m_open.reserve(ranks);
+        m_room.reserve(ranks);
+        m_peak.reserve(stages);
+    }
+
     /// Deals `records` afresh: the dearest first (by the sum of its stages; ties to the earlier
     /// record), each to the rank with room (rank r takes counts[r]) where the objective grows
     /// least, ties to the rank of the least summed load, then the lower rank. The ranks with room

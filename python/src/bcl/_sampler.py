@@ -146,8 +146,8 @@ class BalancedBatchSampler(StatefulBatchSampler):
 
     _who = _WHO
     _format = STATE_FORMAT
-    _earlier_formats = _EARLIER_FORMATS
-    _checked_fields = _CHECKED_FIELDS
+    _earlier_formats: tuple = _EARLIER_FORMATS
+    _checked_fields: tuple = _CHECKED_FIELDS
 
     def __init__(
         self,

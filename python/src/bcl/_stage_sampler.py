@@ -116,8 +116,8 @@ class StageBalancedBatchSampler(BalancedBatchSampler):
 
     _format = STAGE_STATE_FORMAT
     _earlier_formats: tuple = ()
-    _checked_fields = ("format", "running", "finished", "epoch", "stages", "dataset_size",
-                       "inner_kind")  # fmt: skip
+    _checked_fields: tuple = ("format", "running", "finished", "epoch", "stages", "dataset_size",
+                              "inner_kind")  # fmt: skip
     _optional_fields = ("position", "length", "digest", "costs_digest")
 
     def init_stages(self, arguments: dict, opt: Any, table: np.ndarray) -> None:
@@ -146,7 +146,7 @@ class StageBalancedBatchSampler(BalancedBatchSampler):
         flat, sizes, stats = _core.stage_local_epoch(table, indices, self._options, True)
         return StageRun(table, indices, flat, sizes, stats, epoch, inner_state)
 
-    def _begin(self) -> StageRun:
+    def _begin(self) -> Any:  # a StageRun
         inner_state = self._inner_state()
         epoch = self._current_epoch()
         return self._plan(self._pull(), epoch, inner_state)
@@ -161,7 +161,7 @@ class StageBalancedBatchSampler(BalancedBatchSampler):
         return dict(run.stats) if isinstance(run, StageRun) else {}
 
     @property
-    def mean_cost(self) -> list:
+    def mean_cost(self) -> Any:  # a list, a mean a stage
         """The mean of each stage the current (or last) epoch aims at; [] before the first."""
         return list(self.stats.get("stage_means", []))
 

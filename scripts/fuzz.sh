@@ -53,7 +53,8 @@ for target in "${targets[@]}"; do
     echo "== bcl-fuzz-$target: ${per_target}s (log: $dir/log)"
     set +e
     "$build/bin/bcl-fuzz-$target" "$dir/corpus" \
-        -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+        -max_total_time="$per_target" -timeout=30 -report_slow_units=30 \
+        -rss_limit_mb=2048 -malloc_limit_mb=2048 \
         -artifact_prefix="$dir/artifacts/" -print_final_stats=1 >"$dir/log" 2>&1
     code=$?
     set -e
